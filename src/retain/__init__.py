@@ -1,0 +1,56 @@
+"""retain: a memory layer for long-horizon LLM agents.
+
+Keeps what matters under a hard budget, retrieves by the agent's task state, and makes every
+keep/forget decision explainable. Start with :class:`Memory`.
+"""
+
+from retain.basis import Encoder, HashingEncoder, MiniLMEncoder
+from retain.classify import classify, classify_with_reason
+from retain.config import Settings
+from retain.errors import (
+    BudgetInfeasible,
+    DatasetUnavailable,
+    EncoderMismatch,
+    InvalidInput,
+    InvalidUtility,
+    RecordNotFound,
+    RetainError,
+    SchemaError,
+    TextTooLong,
+)
+from retain.memory import Memory, MemoryConfig, NewMemory
+from retain.record import MemoryRecord, MemoryType, Tier
+from retain.retrieve import Fusion, Hit, SearchConfig, SearchMode
+from retain.store import RecordFilter, SQLiteStore, Store
+
+__all__ = [
+    "BudgetInfeasible",
+    "DatasetUnavailable",
+    "Encoder",
+    "EncoderMismatch",
+    "Fusion",
+    "HashingEncoder",
+    "Hit",
+    "InvalidInput",
+    "InvalidUtility",
+    "Memory",
+    "MemoryConfig",
+    "MemoryRecord",
+    "MemoryType",
+    "MiniLMEncoder",
+    "NewMemory",
+    "RecordFilter",
+    "RecordNotFound",
+    "RetainError",
+    "SQLiteStore",
+    "SchemaError",
+    "SearchConfig",
+    "SearchMode",
+    "Settings",
+    "Store",
+    "TextTooLong",
+    "Tier",
+    "classify",
+    "classify_with_reason",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,251 @@
+"""The ``retain`` command line (typer). Every command has help text (``retain COMMAND --help``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from retain.basis import DEFAULT_ENCODER, Encoder, HashingEncoder, MiniLMEncoder
+from retain.config import Settings
+from retain.errors import RetainError
+
+app = typer.Typer(
+    help="retain: a memory layer for long-horizon LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+eval_app = typer.Typer(
+    help="Benchmarks: replay a data set into memory and print retrieval figures.", no_args_is_help=True
+)
+app.add_typer(eval_app, name="eval")
+
+console = Console()
+err_console = Console(stderr=True)
+
+DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
+NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")]
+EncoderOption = Annotated[
+    str, typer.Option("--encoder", help=f"Encoder: 'minilm' ({DEFAULT_ENCODER}, default) or 'hashing-<dim>' (tests).")
+]
+
+
+def make_encoder(name: str) -> Encoder:
+    """Encoder by CLI name: "minilm" / "all-MiniLM-L6-v2", or "hashing-<dim>" / "hashing"."""
+    if name in ("minilm", DEFAULT_ENCODER):
+        return MiniLMEncoder()
+    if name.startswith("hashing"):
+        _, _, dim = name.partition("-")
+        return HashingEncoder(int(dim) if dim else 256)
+    raise typer.BadParameter(f"unknown encoder {name!r}: use 'minilm' or 'hashing-<dim>'")
+
+
+def _open(db: Path | None, encoder: str | None = None):  # type: ignore[no-untyped-def]
+    from retain.memory import Memory
+    from retain.store.sqlite import SQLiteStore
+
+    settings = Settings.from_env()
+    path = db if db is not None else settings.db_path
+    if encoder is None:
+        probe = SQLiteStore(path)
+        probe.setup()
+        encoder = probe.get_meta("encoder_name") or settings.encoder
+        probe.close()
+    return Memory(path, encoder=make_encoder(encoder))
+
+
+def _fail(exc: Exception) -> None:
+    err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+@app.command()
+def add(
+    text: Annotated[str, typer.Argument(help="The memory text; '-' reads standard input.")],
+    namespace: NamespaceOption,
+    type: Annotated[str | None, typer.Option("--type", "-t", help="Memory type; inferred when omitted.")] = None,
+    role: Annotated[str, typer.Option(help="Who said it.")] = "user",
+    source: Annotated[str | None, typer.Option(help="Provenance, e.g. 'chat:42'.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Add one memory and print its id."""
+    if text == "-":
+        text = sys.stdin.read()
+    try:
+        with _open(db) as mem:
+            console.print(mem.add(text, namespace=namespace, type=type, role=role, source=source))
+    except RetainError as exc:
+        _fail(exc)
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    namespace: NamespaceOption,
+    k: Annotated[int, typer.Option("-k", help="Number of hits.")] = 10,
+    preset: Annotated[str, typer.Option(help="default, rrf, lexical, dense or diverse.")] = "default",
+    archive: Annotated[bool, typer.Option(help="Also search the archive tier.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Search one namespace; prints hits with their score breakdown (higher = more relevant)."""
+    try:
+        with _open(db) as mem:
+            tiers = ["core", "dynamic", "archive"] if archive else None
+            hits = mem.search(query, namespace=namespace, k=k, config=preset, tiers=tiers)
+    except RetainError as exc:
+        _fail(exc)
+        return
+    if as_json:
+        console.print_json(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
+        return
+    table = Table("rank", "score", "bm25", "dense", "type", "content", "id")
+    for h in hits:
+        table.add_row(
+            str(h.rank),
+            f"{h.score:.3f}",
+            f"{h.scores['bm25']:.2f}",
+            f"{h.scores['dense']:.3f}",
+            h.record.type.value,
+            h.record.content[:80],
+            h.record.id,
+        )
+    console.print(table)
+
+
+@app.command()
+def export(
+    namespace: NamespaceOption,
+    out: Annotated[Path | None, typer.Option(help="Write to this file instead of standard output.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Export a namespace as JSON (UTF-8, literal characters, no embeddings)."""
+    try:
+        with _open(db) as mem:
+            text = mem.export(namespace=namespace)
+    except RetainError as exc:
+        _fail(exc)
+        return
+    if out is None:
+        sys.stdout.write(text + "\n")
+    else:
+        out.write_text(text, encoding="utf-8")
+        console.print(f"wrote {out}")
+
+
+@app.command()
+def info(db: DbOption = None) -> None:
+    """Show the store's location, encoder and record counts per namespace and tier."""
+    try:
+        with _open(db) as mem:
+            console.print_json(json.dumps(mem.info(), ensure_ascii=False))
+    except RetainError as exc:
+        _fail(exc)
+
+
+@app.command()
+def reembed(
+    db: Annotated[Path, typer.Argument(help="Store file to re-embed.")],
+    encoder: EncoderOption = "minilm",
+) -> None:
+    """Re-embed every record of a store with another encoder (after an EncoderMismatch)."""
+    from retain.memory import Memory
+
+    count = Memory.reembed(db, make_encoder(encoder))
+    console.print(f"re-embedded {count} records with {encoder}")
+
+
+@app.command("train-fusion")
+def train_fusion_cmd(
+    out: Annotated[Path, typer.Option(help="Where to write the fusion model JSON.")],
+    data: Annotated[Path | None, typer.Option(help="LoCoMo-format file (default: see 'retain eval locomo').")] = None,
+    encoder: EncoderOption = "minilm",
+) -> None:
+    """Fit the learned fusion on LoCoMo-format conversations (dev data only) and write it as JSON.
+
+    The model shipped in retain/models/fusion.json was built with:
+    retain train-fusion --data ../shared/data/locomo/locomo_dev.json --out src/retain/models/fusion.json
+    """
+    from retain.eval.datasets import load_locomo, resolve_locomo
+    from retain.eval.locomo import fusion_training_pools
+    from retain.retrieve import train_fusion
+
+    try:
+        path = resolve_locomo(data)
+        conversations = load_locomo(path)
+    except RetainError as exc:
+        _fail(exc)
+        return
+    enc = make_encoder(encoder)
+    features, labels = fusion_training_pools(conversations, lambda: enc)
+    ids = ", ".join(c.sample_id for c in conversations)
+    model = train_fusion(
+        features,
+        labels,
+        trained_on=f"{path.name} ({len(conversations)} conversations: {ids}), categories 1-4, encoder {enc.name}",
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(model.to_json() + "\n", encoding="utf-8")
+    console.print(f"wrote {out} (trained on {len(features)} questions)")
+
+
+@eval_app.command("locomo")
+def eval_locomo(
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="locomo10.json-format file; default $RETAIN_LOCOMO, "
+            "../shared/data/locomo/locomo_dev.json, then a checked download."
+        ),
+    ] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON here.")] = None,
+    report: Annotated[Path, typer.Option(help="Folder for report.md and its chart.")] = Path("reports/locomo"),
+    loco: Annotated[bool, typer.Option(help="Also report the leave-one-conversation-out fusion.")] = True,
+    encoder: EncoderOption = "minilm",
+    limit: Annotated[int | None, typer.Option(help="Only the first N conversations (smoke runs).")] = None,
+) -> None:
+    """The main job: replay LoCoMo into memory and score turn-level evidence retrieval."""
+    from retain.eval.datasets import load_locomo, resolve_locomo
+    from retain.eval.locomo import run_locomo
+    from retain.eval.report import METRICS, write_json, write_locomo_report
+
+    try:
+        path = resolve_locomo(data)
+        conversations = load_locomo(path)[:limit]
+    except RetainError as exc:
+        _fail(exc)
+        return
+    enc = make_encoder(encoder)
+    err_console.print(f"LoCoMo: {path} ({len(conversations)} conversations), encoder {enc.name}")
+    result = run_locomo(conversations, lambda: enc, loco=loco and len(conversations) > 1, dataset=f"locomo:{path.name}")
+    table = Table(title=f"LoCoMo turn-level retrieval, categories 1-4 ({result['questions']} questions in all)")
+    for col in ("retriever", *METRICS, "cat1 r@10", "cat2 r@10", "cat3 r@10", "cat4 r@10"):
+        table.add_column(col)
+    for run in result["runs"]:
+        cats = run["by_category"]
+        table.add_row(
+            run["retriever"],
+            *(f"{run[m]:.3f}" if run[m] is not None else "–" for m in METRICS),
+            *(f"{cats[c]['recall@10']:.3f}" if c in cats else "–" for c in ("1", "2", "3", "4")),
+        )
+    console.print(table)
+    first = result["runs"][0]
+    console.print(
+        f"ingest {first['ingest_turns_per_s']} turns/s (embedding included) · search p50 "
+        f"{first['search_ms_p50']} ms, p95 {first['search_ms_p95']} ms (query embedding included)"
+    )
+    md = write_locomo_report(result, report)
+    console.print(f"report: {md}")
+    if json_out is not None:
+        write_json(result, json_out)
+        console.print(f"json: {json_out}")
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()

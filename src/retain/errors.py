@@ -1,0 +1,56 @@
+"""Errors raised by retain.
+
+Every error derives from :class:`RetainError` and, where one fits, from the builtin it resembles,
+so callers can catch either::
+
+    RetainError
+    ├── InvalidInput (ValueError)          bad argument at the public boundary; nothing was written
+    │   └── TextTooLong (ValueError)       text over the configured limit when splitting is off
+    ├── RecordNotFound (KeyError)          no record with that id in that namespace
+    ├── EncoderMismatch (ValueError)       store was built with another encoder (name or dimension)
+    ├── SchemaError (RuntimeError)         store schema is newer than this library, or not set up
+    ├── BudgetInfeasible (ValueError)      mandatory items do not fit in the budget
+    ├── InvalidUtility (ValueError)        a utility model returned NaN / inf / out-of-range scores
+    └── DatasetUnavailable (FileNotFoundError)  evaluation data not on disk and not downloadable
+"""
+
+from __future__ import annotations
+
+
+class RetainError(Exception):
+    """Root of every error raised by retain."""
+
+
+class InvalidInput(RetainError, ValueError):
+    """An argument failed validation at the public boundary. Nothing was written."""
+
+
+class TextTooLong(InvalidInput):
+    """A text exceeds the configured maximum length and splitting is disabled."""
+
+
+class RecordNotFound(RetainError, KeyError):
+    """No record with the given id exists in the given namespace."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else "record not found"
+
+
+class EncoderMismatch(RetainError, ValueError):
+    """The store's vectors were made by a different encoder than the one given at open."""
+
+
+class SchemaError(RetainError, RuntimeError):
+    """The on-disk schema is unknown to this version of retain, or `setup()` was not run."""
+
+
+class BudgetInfeasible(RetainError, ValueError):
+    """The mandatory records alone exceed the budget; nothing was evicted or dropped."""
+
+
+class InvalidUtility(RetainError, ValueError):
+    """A utility model produced scores that are NaN, infinite or outside [0, 1]."""
+
+
+class DatasetUnavailable(RetainError, FileNotFoundError):
+    """An evaluation data set is neither on disk nor downloadable."""

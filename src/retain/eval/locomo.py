@@ -1,0 +1,244 @@
+"""The main job: replay LoCoMo conversations into memory and score turn-level evidence retrieval.
+
+Each conversation is streamed session by session, in turn order, into a fresh in-memory store
+(one namespace per conversation; session dates as event times; image captions kept). Then every
+question is asked and the ranked turns are compared with the question's evidence turns.
+
+Runs reported (all on the full memory):
+
+* ``learned`` — the default search (learned fusion shipped with the package). The shipped model was
+  fitted on the LoCoMo dev conversations, so on those it is an in-sample figure.
+* ``learned-loco`` — the same features, the fusion refitted for each conversation on the *other*
+  conversations only (leave-one-conversation-out): the honest out-of-sample figure.
+* ``rrf`` — plain reciprocal rank fusion of BM25 and MiniLM, the baseline.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from tqdm import tqdm
+
+from retain.basis import Encoder
+from retain.eval.datasets import LocomoConversation
+from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k, reciprocal_rank
+from retain.memory import Memory, NewMemory
+from retain.retrieve import PRESETS, LinearFusion, train_fusion
+from retain.store.base import RecordFilter
+
+__all__ = ["CATEGORY_NAMES", "HEADLINE_CATEGORIES", "QuestionPool", "collect_pools", "ingest", "run_locomo"]
+
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+HEADLINE_CATEGORIES = (1, 2, 3, 4)
+RANK_DEPTH = 50
+
+
+@dataclass
+class QuestionPool:
+    """The candidate pool of one question: dia ids, fusion features and baseline scores."""
+
+    sample_id: str
+    category: int
+    evidence: tuple[str, ...]
+    dia_ids: list[str]
+    features: npt.NDArray[np.float64]
+    rrf: npt.NDArray[np.float64]
+    ranked_default: list[str] = field(default_factory=list)
+    search_ms: float = 0.0
+
+
+def ingest(mem: Memory, conv: LocomoConversation, namespace: str) -> dict[str, str]:
+    """Stream ``conv`` into ``mem`` session by session; returns record id -> dia id."""
+    by_session: dict[int, list[NewMemory]] = {}
+    order: list[str] = []
+    for seq, turn in enumerate(conv.turns):
+        meta: dict[str, Any] = {"speaker": turn.speaker, "dia_id": turn.dia_id}
+        if turn.caption:
+            meta["caption"] = turn.caption
+        by_session.setdefault(turn.session, []).append(
+            NewMemory(
+                content=turn.text,
+                type="observation",
+                role=turn.speaker,
+                source=f"locomo:{conv.sample_id}:{turn.dia_id}",
+                event_time=turn.session_time,
+                seq=seq,
+                segment=f"session_{turn.session}",
+                metadata=meta,
+            )
+        )
+        order.append(turn.dia_id)
+    id_to_dia: dict[str, str] = {}
+    for session in sorted(by_session):
+        items = by_session[session]
+        ids = mem.add_many(items, namespace=namespace, actor="eval")
+        for rid, item in zip(ids, items, strict=True):
+            id_to_dia.setdefault(rid, str(item.metadata["dia_id"]))
+    return id_to_dia
+
+
+def collect_pools(
+    conversations: Sequence[LocomoConversation],
+    encoder_factory: Callable[[], Encoder],
+    *,
+    fusion: LinearFusion | None = None,
+    progress: bool = True,
+    on_ingest: Callable[[int, float], None] | None = None,
+) -> list[QuestionPool]:
+    """Ingest each conversation into a fresh memory, then build every question's candidate pool and
+    run the default search on it (timed). ``on_ingest(turns, seconds)`` receives ingest timings."""
+    pools: list[QuestionPool] = []
+    encoder = encoder_factory()
+    bar = tqdm(
+        total=sum(len(c.questions) for c in conversations),
+        disable=not progress,
+        desc="questions",
+        unit="q",
+        mininterval=0.5 if sys.stderr.isatty() else 15.0,
+    )
+    for conv in conversations:
+        bar.set_postfix_str(conv.sample_id)
+        namespace = f"locomo-{conv.sample_id}"
+        mem = Memory(":memory:", encoder=encoder, fusion=fusion)
+        try:
+            started = time.perf_counter()
+            id_to_dia = ingest(mem, conv, namespace)
+            if on_ingest is not None:
+                on_ingest(len(conv.turns), time.perf_counter() - started)
+            cfg = PRESETS["default"]
+            for q in conv.questions:
+                t0 = time.perf_counter()
+                hits = mem.search(q.question, namespace=namespace, k=RANK_DEPTH)
+                elapsed = (time.perf_counter() - t0) * 1000
+                pool = mem._candidates(q.question, namespace, RecordFilter(), cfg)
+                pools.append(
+                    QuestionPool(
+                        sample_id=conv.sample_id,
+                        category=q.category,
+                        evidence=q.evidence,
+                        dia_ids=[id_to_dia.get(r.id, "") for r in pool.records],
+                        features=pool.features(),
+                        rrf=pool.rrf,
+                        ranked_default=[id_to_dia.get(h.record.id, "") for h in hits],
+                        search_ms=elapsed,
+                    )
+                )
+                bar.update(1)
+        finally:
+            mem.close()
+    bar.close()
+    return pools
+
+
+def _rank(dia_ids: list[str], scores: npt.NDArray[np.float64]) -> list[str]:
+    order = np.argsort(-scores, kind="stable")[:RANK_DEPTH]
+    return [dia_ids[i] for i in order]
+
+
+def _labels(pool: QuestionPool) -> npt.NDArray[np.bool_]:
+    wanted = set(pool.evidence)
+    return np.array([d in wanted for d in pool.dia_ids], dtype=bool)
+
+
+def loco_rankings(pools: Sequence[QuestionPool]) -> list[list[str]]:
+    """Rankings from a fusion refitted per conversation on the other conversations only."""
+    conversations = sorted({p.sample_id for p in pools})
+    trainable = [p for p in pools if p.category in HEADLINE_CATEGORIES and p.evidence]
+    models: dict[str, LinearFusion] = {}
+    for held_out in conversations:
+        train = [p for p in trainable if p.sample_id != held_out]
+        models[held_out] = train_fusion(
+            [p.features for p in train], [_labels(p) for p in train], trained_on=f"loco:-{held_out}"
+        )
+    return [_rank(p.dia_ids, models[p.sample_id].score(p.features)) for p in pools]
+
+
+def score_run(pools: Sequence[QuestionPool], rankings: Sequence[list[str]]) -> dict[str, Any]:
+    """recall@5/10, hit@5/10 and MRR per category and over the headline categories 1-4.
+
+    Questions without resolvable evidence are skipped (counted in ``skipped``)."""
+    per_cat: dict[int, dict[str, list[float]]] = {}
+    skipped = 0
+    for pool, ranked in zip(pools, rankings, strict=True):
+        if not pool.evidence:
+            skipped += 1
+            continue
+        bucket = per_cat.setdefault(pool.category, {m: [] for m in ("recall@5", "recall@10", "hit@5", "hit@10", "mrr")})
+        bucket["recall@5"].append(recall_at_k(ranked, pool.evidence, 5))
+        bucket["recall@10"].append(recall_at_k(ranked, pool.evidence, 10))
+        bucket["hit@5"].append(hit_at_k(ranked, pool.evidence, 5))
+        bucket["hit@10"].append(hit_at_k(ranked, pool.evidence, 10))
+        bucket["mrr"].append(reciprocal_rank(ranked, pool.evidence))
+    by_category = {
+        str(cat): {"name": CATEGORY_NAMES.get(cat, str(cat)), "questions": len(vals["mrr"])}
+        | {m: mean_or_none(v) for m, v in vals.items()}
+        for cat, vals in sorted(per_cat.items())
+    }
+    headline: dict[str, Any] = {}
+    for metric in ("recall@5", "recall@10", "hit@5", "hit@10", "mrr"):
+        values = [v for cat in HEADLINE_CATEGORIES for v in per_cat.get(cat, {}).get(metric, [])]
+        headline[metric] = mean_or_none(values)
+    headline["questions"] = sum(len(per_cat.get(c, {}).get("mrr", [])) for c in HEADLINE_CATEGORIES)
+    headline["skipped_no_evidence"] = skipped
+    headline["by_category"] = by_category
+    return headline
+
+
+def run_locomo(
+    conversations: Sequence[LocomoConversation],
+    encoder_factory: Callable[[], Encoder],
+    *,
+    loco: bool = True,
+    progress: bool = True,
+    dataset: str = "locomo",
+) -> dict[str, Any]:
+    """Run the main job and return the report dict (see the CLI's ``--json``)."""
+    ingest_turns, ingest_seconds = 0, 0.0
+
+    def on_ingest(turns: int, seconds: float) -> None:
+        nonlocal ingest_turns, ingest_seconds
+        ingest_turns += turns
+        ingest_seconds += seconds
+
+    pools = collect_pools(conversations, encoder_factory, progress=progress, on_ingest=on_ingest)
+    latency = latency_summary([p.search_ms for p in pools])
+    timing = {
+        "ingest_turns_per_s": round(ingest_turns / ingest_seconds, 1) if ingest_seconds else None,
+        "search_ms_p50": latency["p50"],
+        "search_ms_p95": latency["p95"],
+    }
+    runs = [
+        {"policy": "full", "budget": 1.0, "retriever": "learned"}
+        | score_run(pools, [p.ranked_default for p in pools])
+        | timing
+    ]
+    if loco:
+        runs.append(
+            {"policy": "full", "budget": 1.0, "retriever": "learned-loco"} | score_run(pools, loco_rankings(pools))
+        )
+    runs.append(
+        {"policy": "full", "budget": 1.0, "retriever": "rrf"}
+        | score_run(pools, [_rank(p.dia_ids, p.rrf) for p in pools])
+    )
+    return {
+        "dataset": dataset,
+        "conversations": len(conversations),
+        "questions": sum(len(c.questions) for c in conversations),
+        "turns": ingest_turns,
+        "runs": runs,
+    }
+
+
+def fusion_training_pools(
+    conversations: Sequence[LocomoConversation], encoder_factory: Callable[[], Encoder], *, progress: bool = True
+) -> tuple[list[npt.NDArray[np.float64]], list[npt.NDArray[np.bool_]]]:
+    """Features and labels of every headline question with evidence, for :func:`train_fusion`."""
+    pools = collect_pools(conversations, encoder_factory, progress=progress)
+    kept = [p for p in pools if p.category in HEADLINE_CATEGORIES and p.evidence]
+    return [p.features for p in kept], [_labels(p) for p in kept]

@@ -1,0 +1,762 @@
+"""The :class:`Memory` facade: the public entry point of retain.
+
+Every call names its namespace. Writes are validated in full before anything is stored, and each
+write goes to the store in one transaction together with its audit entries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from retain.basis import Encoder, MiniLMEncoder
+from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, TextTooLong
+from retain.lexical import index_terms, query_terms
+from retain.record import (
+    MemoryRecord,
+    MemoryType,
+    Tier,
+    new_id,
+    parse_type,
+    search_text,
+    speaker_of,
+    utc,
+    utcnow,
+    validate_namespace,
+)
+from retain.retrieve import (
+    PRESETS,
+    Fusion,
+    Hit,
+    LinearFusion,
+    SearchConfig,
+    SearchMode,
+    fusion_features,
+    mmr,
+    rrf,
+)
+from retain.store.base import ALL_RECORDS, HOT_TIERS, AuditEntry, RecordFilter, ScoredId, Store
+from retain.store.sqlite import SQLiteStore
+
+__all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s*")
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    """Limits and switches of a :class:`Memory`.
+
+    Attributes:
+        max_record_chars: longest content of one record (characters); longer texts are split
+            into linked parts when ``split_long`` is on, else refused with :class:`TextTooLong`.
+        max_text_chars: longest text accepted by ``add`` at all (characters), split or not.
+        split_long: split long texts at sentence boundaries instead of refusing them.
+        dedupe: adding the exact content already current in the namespace returns the first id.
+        classify: infer ``type`` with the rule classifier when the caller gives none.
+    """
+
+    max_record_chars: int = 2_000
+    max_text_chars: int = 1_000_000
+    split_long: bool = True
+    dedupe: bool = True
+    classify: bool = True
+
+
+DEFAULT_CONFIG = MemoryConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """Input to :meth:`Memory.add_many`; the fields mirror the keyword arguments of :meth:`Memory.add`."""
+
+    content: str
+    type: MemoryType | str | None = None
+    role: str = "user"
+    source: str | None = None
+    event_time: datetime | str | None = None
+    seq: int | None = None
+    segment: str | None = None
+    priority: int = 0
+    importance: float = 0.5
+    pinned: bool = False
+    confidence: float = 1.0
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Memory:
+    """A memory store for agents.
+
+    Args:
+        path: SQLite file path, or ":memory:" (default) for a private in-memory store.
+        encoder: an :class:`~retain.basis.Encoder`; default all-MiniLM-L6-v2 (loaded on first use).
+        store: an already constructed :class:`~retain.store.Store` (``path`` is then ignored).
+        config: limits and switches (:class:`MemoryConfig`).
+        fusion: learned fusion model; default the one shipped with the package.
+
+    Raises:
+        EncoderMismatch: the store was built with another encoder (name or dimension).
+        SchemaError: the store's schema is newer than this version of retain.
+
+    Example::
+
+        mem = Memory("agent.db")
+        mem.add("The total budget must stay under 5000 EUR.", namespace="trip-42")
+        hits = mem.search("how much can we spend?", namespace="trip-42", k=5)
+    """
+
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        encoder: Encoder | None = None,
+        store: Store | None = None,
+        config: MemoryConfig = DEFAULT_CONFIG,
+        fusion: LinearFusion | None = None,
+    ) -> None:
+        self.encoder: Encoder = encoder if encoder is not None else MiniLMEncoder()
+        self.store: Store = store if store is not None else SQLiteStore(path)
+        self.config = config
+        self._fusion = fusion
+        self.store.setup()
+        self._check_encoder()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def _check_encoder(self) -> None:
+        name, dim = self.store.get_meta("encoder_name"), self.store.get_meta("encoder_dim")
+        if name is None:
+            self.store.set_meta("encoder_name", self.encoder.name)
+            self.store.set_meta("encoder_dim", str(self.encoder.dim))
+            return
+        if name != self.encoder.name or int(dim or 0) != self.encoder.dim:
+            raise EncoderMismatch(
+                f"{self.store.location} was embedded with {name} ({dim} dims); this Memory uses "
+                f"{self.encoder.name} ({self.encoder.dim} dims). Open it with the same encoder, or "
+                f"re-embed every record with Memory.reembed(path, encoder) "
+                f"(CLI: retain reembed {self.store.location} --encoder {self.encoder.name})."
+            )
+
+    @classmethod
+    def reembed(cls, path: str | Path, encoder: Encoder, *, batch_size: int = 256) -> int:
+        """Re-encode every record of the store at ``path`` with ``encoder`` and record it as the
+        store's encoder. Returns the number of records re-embedded."""
+        store = SQLiteStore(path)
+        store.setup()
+        try:
+            total = 0
+            for namespace in store.namespaces():
+                records = store.list_records(namespace, ALL_RECORDS)
+                for start in range(0, len(records), batch_size):
+                    chunk = records[start : start + batch_size]
+                    vectors = encoder.encode([search_text(r) for r in chunk])
+                    store.put(
+                        [r.evolve(embedding=v, encoder=encoder.name) for r, v in zip(chunk, vectors, strict=True)]
+                    )
+                    total += len(chunk)
+            store.set_meta("encoder_name", encoder.name)
+            store.set_meta("encoder_dim", str(encoder.dim))
+            return total
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        """Close the underlying store."""
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def fusion(self) -> LinearFusion:
+        """The learned fusion model (loaded on first use)."""
+        if self._fusion is None:
+            self._fusion = LinearFusion.load()
+        return self._fusion
+
+    # --- writes ---------------------------------------------------------------------------
+
+    def add(
+        self,
+        content: str,
+        *,
+        namespace: str,
+        type: MemoryType | str | None = None,
+        role: str = "user",
+        source: str | None = None,
+        event_time: datetime | str | None = None,
+        seq: int | None = None,
+        segment: str | None = None,
+        priority: int = 0,
+        importance: float = 0.5,
+        pinned: bool = False,
+        confidence: float = 1.0,
+        metadata: Mapping[str, Any] | None = None,
+        actor: str = "user",
+    ) -> str:
+        """Store one memory and return its id.
+
+        Texts longer than ``config.max_record_chars`` characters are split at sentence
+        boundaries into linked parts (``metadata["split_group"]``, ``part``, ``parts``); the id of
+        the first part is returned. Adding content already current in the namespace stores nothing
+        and returns the existing id.
+
+        Raises:
+            InvalidInput: empty or whitespace-only content, bad namespace, bad field values.
+            TextTooLong: content over ``config.max_text_chars`` (or over ``max_record_chars`` with
+                splitting off); the message names the limit.
+        """
+        item = NewMemory(
+            content=content,
+            type=type,
+            role=role,
+            source=source,
+            event_time=event_time,
+            seq=seq,
+            segment=segment,
+            priority=priority,
+            importance=importance,
+            pinned=pinned,
+            confidence=confidence,
+            metadata=metadata or {},
+        )
+        return self.add_many([item], namespace=namespace, actor=actor)[0]
+
+    def add_many(
+        self, items: Iterable[NewMemory | Mapping[str, Any]], *, namespace: str, actor: str = "user"
+    ) -> list[str]:
+        """Store several memories in one transaction (embedded in batches); one id per item.
+
+        Every item is validated before anything is written: one bad item stores none of them.
+
+        Raises:
+            InvalidInput, TextTooLong: as :meth:`add`, naming the index of the bad item.
+        """
+        validate_namespace(namespace)
+        parsed = [self._coerce_item(item, i) for i, item in enumerate(items)]
+        drafts: list[list[MemoryRecord]] = []
+        for i, item in enumerate(parsed):
+            try:
+                drafts.append(self._draft(item, namespace))
+            except InvalidInput as exc:
+                raise type(exc)(f"item {i}: {exc}") from exc
+        ids: list[str] = []
+        fresh: list[MemoryRecord] = []
+        seen: dict[str, str] = {}
+        for parts in drafts:
+            head = parts[0]
+            if self.config.dedupe and len(parts) == 1:
+                if head.content_hash in seen:
+                    ids.append(seen[head.content_hash])
+                    continue
+                existing = self.store.find_by_hash(namespace, head.content_hash)
+                if existing is not None:
+                    ids.append(existing.id)
+                    seen[head.content_hash] = existing.id
+                    continue
+                seen[head.content_hash] = head.id
+            ids.append(head.id)
+            fresh.extend(parts)
+        if fresh:
+            fresh = self._embed(fresh)
+            audit = [
+                AuditEntry(
+                    namespace=namespace,
+                    op="add",
+                    record_id=r.id,
+                    actor=actor,
+                    details={"type": r.type.value, "tokens": r.token_count, "tier": r.tier.value},
+                )
+                for r in fresh
+            ]
+            self.store.put(fresh, audit)
+        return ids
+
+    def _coerce_item(self, item: NewMemory | Mapping[str, Any], index: int) -> NewMemory:
+        if isinstance(item, NewMemory):
+            return item
+        if not isinstance(item, Mapping):
+            raise InvalidInput(f"item {index}: expected NewMemory or mapping, got {type(item).__name__}")
+        try:
+            return NewMemory(**item)
+        except TypeError as exc:
+            raise InvalidInput(f"item {index}: {exc}") from exc
+
+    def _draft(self, item: NewMemory, namespace: str) -> list[MemoryRecord]:
+        content = item.content
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
+        limit = self.config.max_text_chars
+        if len(content) > limit:
+            raise TextTooLong(f"content: {len(content):,} characters, limit is {limit:,} (max_text_chars)")
+        if len(content) > self.config.max_record_chars and not self.config.split_long:
+            raise TextTooLong(
+                f"content: {len(content):,} characters, limit is {self.config.max_record_chars:,} "
+                "(max_record_chars; enable split_long to store it as linked parts)"
+            )
+        mtype = self._classify(content, item.role) if item.type is None else parse_type(item.type)
+        pieces = split_text(content, self.config.max_record_chars)
+        event_time = utc(item.event_time, field_name="event_time")
+        group = new_id()
+        records = []
+        for part, piece in enumerate(pieces):
+            meta = dict(item.metadata)
+            if len(pieces) > 1:
+                meta.update(split_group=group, part=part, parts=len(pieces))
+            records.append(
+                MemoryRecord(
+                    id=group if part == 0 else new_id(),
+                    namespace=namespace,
+                    content=piece,
+                    type=mtype,
+                    role=item.role,
+                    source=item.source,
+                    event_time=event_time,
+                    seq=item.seq,
+                    segment=item.segment,
+                    priority=item.priority,
+                    importance=item.importance,
+                    pinned=item.pinned,
+                    tier=Tier.CORE if item.pinned else Tier.DYNAMIC,
+                    confidence=item.confidence,
+                    metadata=meta,
+                )
+            )
+        return records
+
+    def _classify(self, content: str, role: str) -> MemoryType:
+        if not self.config.classify:
+            return MemoryType.FACT
+        from retain.classify import classify
+
+        return classify(content, role)
+
+    def _embed(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+        texts = [search_text(r) for r in records]
+        vectors = self.encoder.encode(texts)
+        tokens = self.encoder.count_tokens([r.content for r in records])
+        return [
+            r.evolve(embedding=v, encoder=self.encoder.name, token_count=int(t))
+            for r, v, t in zip(records, vectors, tokens, strict=True)
+        ]
+
+    def update(
+        self,
+        id: str,
+        content: str,
+        *,
+        namespace: str,
+        actor: str = "user",
+        reason: str = "",
+        **fields: Any,
+    ) -> str:
+        """Write a new version of a memory; the old one is kept as history, marked superseded.
+
+        ``fields`` may override ``type``, ``role``, ``importance``, ``priority``, ``pinned``,
+        ``confidence``, ``metadata``, ``event_time``; others are copied from the old version.
+        Returns the id of the new version.
+
+        Raises:
+            RecordNotFound: no current record ``id`` in ``namespace``.
+            InvalidInput: empty content, unknown field, or ``id`` is already superseded.
+        """
+        old = self.get(id, namespace=namespace)
+        if not old.is_current:
+            raise InvalidInput(f"id {id} is superseded by {old.superseded_by}; update the current version")
+        allowed = {"type", "role", "importance", "priority", "pinned", "confidence", "metadata", "event_time"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise InvalidInput(f"update: unknown fields {sorted(unknown)}; allowed: {sorted(allowed)}")
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
+        if len(content) > self.config.max_record_chars:
+            raise TextTooLong(
+                f"content: {len(content):,} characters, limit for an update is {self.config.max_record_chars:,}"
+            )
+        pinned = fields.get("pinned", old.pinned)
+        new = MemoryRecord(
+            id=new_id(),
+            namespace=namespace,
+            content=content,
+            type=parse_type(fields.get("type", old.type)),
+            role=fields.get("role", old.role),
+            source=old.source,
+            event_time=fields.get("event_time", old.event_time),
+            seq=old.seq,
+            segment=old.segment,
+            priority=fields.get("priority", old.priority),
+            importance=fields.get("importance", old.importance),
+            pinned=pinned,
+            tier=Tier.CORE if pinned else old.tier,
+            confidence=fields.get("confidence", old.confidence),
+            supersedes=old.id,
+            metadata=fields.get("metadata", old.metadata),
+        )
+        (new,) = self._embed([new])
+        retired = old.evolve(superseded_by=new.id)
+        self.store.put(
+            [retired, new],
+            [
+                AuditEntry(namespace, "supersede", old.id, actor, reason, details={"superseded_by": new.id}),
+                AuditEntry(namespace, "update", new.id, actor, reason, details={"supersedes": old.id}),
+            ],
+        )
+        return new.id
+
+    def delete(self, id: str, *, namespace: str, actor: str = "user", reason: str = "") -> int:
+        """Purge a memory, every version of it and every part of a split text, from every table,
+        index and cache. The audit log keeps only the fact of deletion (ids, no content).
+
+        Returns the number of records purged.
+
+        Raises:
+            RecordNotFound: no record ``id`` in ``namespace``.
+        """
+        record = self.get(id, namespace=namespace)
+        family = self._family(record)
+        audit = [AuditEntry(namespace, "delete", rid, actor, reason) for rid in family]
+        return self.store.delete(namespace, family, audit)
+
+    def _family(self, record: MemoryRecord) -> list[str]:
+        """Ids of every version and split part connected to ``record``."""
+        everything = {r.id: r for r in self.store.list_records(record.namespace, ALL_RECORDS)}
+        family, stack = set(), [record.id]
+        while stack:
+            rid = stack.pop()
+            if rid in family or rid not in everything:
+                continue
+            family.add(rid)
+            rec = everything[rid]
+            stack.extend(x for x in (rec.supersedes, rec.superseded_by) if x)
+            group = rec.metadata.get("split_group")
+            if group:
+                stack.extend(r.id for r in everything.values() if r.metadata.get("split_group") == group)
+        return sorted(family)
+
+    def delete_all(self, *, namespace: str, actor: str = "user", reason: str = "") -> int:
+        """Purge every memory of ``namespace`` (that namespace only). Returns the number purged."""
+        validate_namespace(namespace)
+        audit = [AuditEntry(namespace, "delete_all", None, actor, reason)]
+        return self.store.delete_namespace(namespace, audit)
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def get(self, id: str, *, namespace: str) -> MemoryRecord:
+        """The record ``id`` of ``namespace`` (current or superseded).
+
+        Raises:
+            RecordNotFound: no such record in that namespace.
+        """
+        validate_namespace(namespace)
+        found = self.store.get(namespace, [id])
+        if not found:
+            raise RecordNotFound(f"no record {id!r} in namespace {namespace!r}")
+        return found[0]
+
+    def history(self, id: str, *, namespace: str) -> list[MemoryRecord]:
+        """Every version of the memory ``id``, oldest first."""
+        record = self.get(id, namespace=namespace)
+        while record.supersedes:
+            record = self.get(record.supersedes, namespace=namespace)
+        chain = [record]
+        while chain[-1].superseded_by:
+            chain.append(self.get(chain[-1].superseded_by, namespace=namespace))
+        return chain
+
+    def records(
+        self, *, namespace: str, include_archive: bool = True, include_superseded: bool = False
+    ) -> list[MemoryRecord]:
+        """All records of ``namespace`` in insertion order."""
+        validate_namespace(namespace)
+        flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_superseded)
+        return self.store.list_records(namespace, flt)
+
+    def search(
+        self,
+        query: str,
+        *,
+        namespace: str,
+        k: int = 10,
+        config: SearchConfig | str = "default",
+        types: Sequence[MemoryType | str] | None = None,
+        tiers: Sequence[Tier | str] | None = None,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+        include_superseded: bool = False,
+        threshold: float | None = None,
+        mmr_lambda: float | None = None,
+    ) -> list[Hit]:
+        """Hybrid search of one namespace; returns up to ``k`` hits, best first.
+
+        Args:
+            query: free text, any language. Empty or whitespace-only returns [].
+            k: number of hits (>= 1).
+            config: a :class:`SearchConfig` or a preset name ("default", "rrf", "lexical",
+                "dense", "diverse").
+            types, tiers: metadata filters; ``tiers`` defaults to the hot memory (core + dynamic);
+                pass ``["archive"]`` or all three to search the archive.
+            start, end: event-time range [start, end), UTC.
+            include_superseded: also return superseded versions (history).
+            threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
+
+        Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant.
+
+        Raises:
+            InvalidInput: bad namespace, k < 1, unknown preset, type or tier.
+        """
+        validate_namespace(namespace)
+        if not isinstance(query, str):
+            raise InvalidInput("query: must be a string")
+        if not isinstance(k, int) or k < 1:
+            raise InvalidInput("k: must be an int >= 1")
+        cfg = self._config(config, threshold, mmr_lambda)
+        if not query.strip():
+            return []
+        flt = RecordFilter(
+            types=None if types is None else tuple(MemoryType(t) for t in types),
+            tiers=HOT_TIERS if tiers is None else tuple(Tier(t) for t in tiers),
+            start=utc(start, field_name="start"),
+            end=utc(end, field_name="end"),
+            include_superseded=include_superseded,
+        )
+        pool = self._candidates(query, namespace, flt, cfg)
+        if not pool.records:
+            return []
+        scores = self._fuse(pool, cfg)
+        order = np.argsort(-scores, kind="stable")
+        if cfg.threshold is not None:
+            order = order[scores[order] >= cfg.threshold]
+        if cfg.mmr_lambda is not None and len(order) > 0:
+            head = order[: max(3 * k, 30)]
+            vectors = np.stack([pool.vectors[i] for i in head])
+            picked = mmr(vectors, scores[head], lam=cfg.mmr_lambda, k=k)
+            order = head[picked]
+        hits = []
+        for rank, i in enumerate(order[:k], start=1):
+            breakdown = {
+                "bm25": float(pool.bm25[i]),
+                "dense": float(pool.dense[i]),
+                "rrf": float(pool.rrf[i]),
+                "fused": float(scores[i]),
+            }
+            if pool.via_neighbor[i]:
+                breakdown["neighbor"] = 1.0
+            hits.append(Hit(record=pool.records[i], score=float(scores[i]), rank=rank, scores=breakdown))
+        return hits
+
+    def _config(self, config: SearchConfig | str, threshold: float | None, mmr_lambda: float | None) -> SearchConfig:
+        if isinstance(config, str):
+            if config not in PRESETS:
+                raise InvalidInput(f"config: unknown preset {config!r}; one of {sorted(PRESETS)}")
+            config = PRESETS[config]
+        changes: dict[str, Any] = {}
+        if threshold is not None:
+            changes["threshold"] = threshold
+        if mmr_lambda is not None:
+            changes["mmr_lambda"] = mmr_lambda
+        if not changes:
+            return config
+        from dataclasses import replace
+
+        return replace(config, **changes)
+
+    def _candidates(self, query: str, namespace: str, flt: RecordFilter, cfg: SearchConfig) -> _Pool:
+        terms = query_terms(query)
+        lexical: list[ScoredId] = []
+        dense_hits: list[ScoredId] = []
+        qvec: npt.NDArray[np.float32] | None = None
+        if cfg.mode is not SearchMode.DENSE and self.store.supports_lexical:
+            lexical = self.store.search_lexical(namespace, terms, flt, cfg.candidates)
+        if cfg.mode is not SearchMode.LEXICAL and self.store.supports_vector:
+            qvec = self.encoder.encode([query])[0]
+            dense_hits = self.store.search_vector(namespace, qvec, flt, cfg.candidates)
+        ids = list(dict.fromkeys([h.id for h in lexical] + [h.id for h in dense_hits]))
+        records = self.store.get(namespace, ids)
+        via_neighbor = [False] * len(records)
+        if cfg.neighbors and records:
+            seqs = {r.seq + d for r in records if r.seq is not None for d in (-1, 1) if r.seq + d >= 0}
+            known = {r.id for r in records}
+            if seqs:
+                extra = [r for r in self.store.list_records(namespace, _with_seqs(flt, seqs)) if r.id not in known]
+                records.extend(extra)
+                via_neighbor.extend([True] * len(extra))
+        return _Pool.build(
+            records=records,
+            via_neighbor=via_neighbor,
+            lexical=lexical,
+            dense_hits=dense_hits,
+            query_vector=qvec,
+            terms=terms,
+            query=query,
+            depth=cfg.candidates,
+            rrf_k=cfg.rrf_k,
+        )
+
+    def _fuse(self, pool: _Pool, cfg: SearchConfig) -> npt.NDArray[np.float64]:
+        if cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and pool.query_vector is not None:
+            return self.fusion.score(pool.features())
+        return pool.rrf
+
+    # --- export / info --------------------------------------------------------------------
+
+    def export(self, *, namespace: str, include_history: bool = True, include_archive: bool = True) -> str:
+        """The namespace as JSON (UTF-8 characters kept literal, not escaped), without embeddings.
+
+        Shape: ``{"namespace", "encoder", "exported_at", "records": [record dicts]}``.
+        """
+        validate_namespace(namespace)
+        flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_history)
+        records = self.store.list_records(namespace, flt)
+        doc = {
+            "namespace": namespace,
+            "encoder": self.encoder.name,
+            "exported_at": utcnow().isoformat(),
+            "records": [r.to_dict() for r in records],
+        }
+        return json.dumps(doc, ensure_ascii=False, indent=2)
+
+    def info(self) -> dict[str, Any]:
+        """Store location, encoder, schema version, and record counts per namespace and tier."""
+        counts: dict[str, dict[str, int]] = {}
+        for namespace in self.store.namespaces():
+            counts[namespace] = {tier.value: self.store.count(namespace, RecordFilter(tiers=(tier,))) for tier in Tier}
+            counts[namespace]["superseded"] = self.store.count(namespace, ALL_RECORDS) - self.store.count(
+                namespace, RecordFilter(tiers=None)
+            )
+        return {
+            "location": self.store.location,
+            "backend": type(self.store).__name__,
+            "encoder": self.store.get_meta("encoder_name"),
+            "dim": int(self.store.get_meta("encoder_dim") or 0),
+            "namespaces": counts,
+        }
+
+
+def _with_seqs(flt: RecordFilter, seqs: Iterable[int]) -> RecordFilter:
+    from dataclasses import replace
+
+    return replace(flt, seqs=tuple(sorted(seqs)))
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """Split ``text`` into pieces of at most ``limit`` characters, at sentence ends where possible,
+    else at whitespace, else hard. ``"".join(pieces) == text`` always (nothing lost); pieces that
+    are whitespace only are merged into their neighbour."""
+    if len(text) <= limit:
+        return [text]
+    pieces: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = max((m.end() for m in _SENTENCE_END.finditer(window) if 0 < m.end() < limit), default=0)
+        if cut < limit // 2:
+            space = window.rfind(" ")
+            cut = space + 1 if space > limit // 2 else limit
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    if rest.strip() or not pieces:
+        pieces.append(rest)
+    else:
+        pieces[-1] += rest
+    return pieces
+
+
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class _Pool:
+    """Candidate pool of one search, with per-candidate channel scores."""
+
+    records: list[MemoryRecord]
+    via_neighbor: list[bool]
+    bm25: npt.NDArray[np.float64]
+    bm25_rank: npt.NDArray[np.float64]
+    dense: npt.NDArray[np.float64]
+    dense_rank: npt.NDArray[np.float64]
+    rrf: npt.NDArray[np.float64]
+    vectors: list[npt.NDArray[np.float32]]
+    query_vector: npt.NDArray[np.float32] | None
+    terms: list[str]
+    query: str
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        records: list[MemoryRecord],
+        via_neighbor: list[bool],
+        lexical: list[ScoredId],
+        dense_hits: list[ScoredId],
+        query_vector: npt.NDArray[np.float32] | None,
+        terms: list[str],
+        query: str,
+        depth: int,
+        rrf_k: int,
+    ) -> _Pool:
+        n = len(records)
+        lex_score = {h.id: h.score for h in lexical}
+        lex_rank = {h.id: i for i, h in enumerate(lexical)}
+        dense_rank = {h.id: i for i, h in enumerate(dense_hits)}
+        fused = rrf([[h.id for h in lexical], [h.id for h in dense_hits]], k=rrf_k)
+        dim = 0 if query_vector is None else len(query_vector)
+        vectors = [r.embedding if r.embedding is not None else np.zeros(dim, np.float32) for r in records]
+        if query_vector is not None and n:
+            dense = np.stack(vectors).astype(np.float64) @ query_vector.astype(np.float64)
+        else:
+            dense = np.zeros(n)
+        return cls(
+            records=records,
+            via_neighbor=via_neighbor,
+            bm25=np.array([lex_score.get(r.id, 0.0) for r in records], dtype=np.float64),
+            bm25_rank=np.array([lex_rank.get(r.id, depth) for r in records], dtype=np.float64),
+            dense=dense,
+            dense_rank=np.array([dense_rank.get(r.id, depth) for r in records], dtype=np.float64),
+            rrf=np.array([fused.get(r.id, 0.0) for r in records], dtype=np.float64),
+            vectors=vectors,
+            query_vector=query_vector,
+            terms=terms,
+            query=query,
+        )
+
+    def features(self) -> npt.NDArray[np.float64]:
+        """Feature matrix for :class:`LinearFusion`, (n, F) float64."""
+        records = self.records
+        position = {(r.segment, r.seq): i for i, r in enumerate(records) if r.seq is not None}
+        prev_index = np.array([position.get((r.segment, r.seq - 1), -1) if r.seq is not None else -1 for r in records])
+        next_index = np.array([position.get((r.segment, r.seq + 1), -1) if r.seq is not None else -1 for r in records])
+        query_words = {w.lower() for w in _WORD_RE.findall(self.query)}
+        speakers = [speaker_of(r) for r in records]
+        first_names = [s.split()[0].lower() if s.split() else "" for s in speakers]
+        named = {f for f in first_names if f and f in query_words}
+        mentions_speaker = np.array([f in named for f in first_names])
+        mentions_other = np.array([bool(named - {f}) for f in first_names])
+        term_set = set(self.terms)
+        doc_terms = [index_terms(search_text(r)) for r in records]
+        coverage = np.array([len(term_set & set(t)) / max(1, len(term_set)) for t in doc_terms])
+        return fusion_features(
+            bm25=self.bm25,
+            bm25_rank=self.bm25_rank,
+            dense=self.dense,
+            dense_rank=self.dense_rank,
+            prev_index=prev_index.astype(np.intp),
+            next_index=next_index.astype(np.intp),
+            segment=[r.segment for r in records],
+            mentions_speaker=mentions_speaker,
+            mentions_other=mentions_other,
+            coverage=coverage,
+            length_terms=np.array([len(t) for t in doc_terms], dtype=np.float64),
+            is_question=np.array([r.content.rstrip().endswith(("?", "？")) for r in records]),
+            n_query_terms=len(term_set),
+        )

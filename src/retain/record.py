@@ -1,0 +1,324 @@
+"""The memory record: the typed, validated unit everything else in retain stores and ranks.
+
+A record is immutable (a frozen dataclass). Changes produce a new record through
+:func:`dataclasses.replace` (bookkeeping fields such as ``access_count``) or a new version that
+supersedes the old one (content changes; see :meth:`retain.Memory.update`).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import math
+import os
+import time
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from retain.errors import InvalidInput
+
+__all__ = [
+    "MAX_NAMESPACE_CHARS",
+    "MemoryRecord",
+    "MemoryType",
+    "Tier",
+    "content_hash",
+    "new_id",
+    "normalize_text",
+    "parse_type",
+    "search_text",
+    "speaker_of",
+    "utc",
+    "utcnow",
+    "validate_namespace",
+]
+
+MAX_NAMESPACE_CHARS = 256
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+class MemoryType(enum.StrEnum):
+    """What kind of evidence a record holds. Drives retention priors and integrity rules."""
+
+    HARD_CONSTRAINT = "hard_constraint"
+    SOFT_PREFERENCE = "soft_preference"
+    FACT = "fact"
+    GOAL = "goal"
+    PLAN_STEP = "plan_step"
+    OBSERVATION = "observation"
+    REASONING = "reasoning"
+    ACTION_RESULT = "action_result"
+    SENSITIVE = "sensitive"
+    CHATTER = "chatter"
+
+
+class Tier(enum.StrEnum):
+    """Where a record lives.
+
+    ``core``: mandatory (valid hard constraints, pinned records); never evicted.
+    ``dynamic``: the hot memory, counted against the budget and searched by default.
+    ``archive``: kept and searchable on request, never counted in the budget.
+    """
+
+    CORE = "core"
+    DYNAMIC = "dynamic"
+    ARCHIVE = "archive"
+
+
+def utcnow() -> datetime:
+    """Current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def utc(value: datetime | str | None, *, field_name: str = "time") -> datetime | None:
+    """Coerce ``value`` to a timezone-aware UTC datetime.
+
+    Accepts an aware datetime (converted to UTC) or an ISO 8601 string with an offset.
+
+    Raises:
+        InvalidInput: naive datetimes (ambiguous) or unparseable strings.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidInput(f"{field_name}: not an ISO 8601 time: {value!r}") from exc
+    if not isinstance(value, datetime):
+        raise InvalidInput(f"{field_name}: expected datetime or ISO string, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidInput(f"{field_name}: naive datetime {value.isoformat()}; give a timezone (UTC)")
+    return value.astimezone(UTC)
+
+
+def new_id(now_ms: int | None = None) -> str:
+    """A sortable unique id: a ULID (48-bit millisecond time + 80 random bits, Crockford base32).
+
+    Ids created later sort later (to the millisecond); 26 ASCII characters.
+    Source: the ULID specification (github.com/ulid/spec).
+    """
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    value = (ms << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def normalize_text(text: str) -> str:
+    """NFC-normalise and collapse runs of whitespace; used for duplicate detection only."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def content_hash(text: str) -> str:
+    """sha256 hex digest of :func:`normalize_text` (case-sensitive)."""
+    return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
+
+
+def validate_namespace(namespace: object) -> str:
+    """Return ``namespace`` if it is a usable namespace string.
+
+    Raises:
+        InvalidInput: not a string, empty, over 256 characters, or containing control characters.
+    """
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise InvalidInput("namespace: required, a non-empty string")
+    if len(namespace) > MAX_NAMESPACE_CHARS:
+        raise InvalidInput(f"namespace: {len(namespace)} characters, limit is {MAX_NAMESPACE_CHARS}")
+    if any(unicodedata.category(ch) == "Cc" for ch in namespace):
+        raise InvalidInput("namespace: control characters are not allowed")
+    return namespace
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryRecord:
+    """One memory.
+
+    Attributes:
+        id: sortable unique id (ULID, 26 chars).
+        namespace: tenant / user / agent / session scope; every operation is confined to one.
+        content: the text, any language, stored byte for byte.
+        type: :class:`MemoryType`.
+        role: who produced it ("user", "assistant", a speaker name, "tool", ...).
+        source: where it came from, e.g. ``"locomo:conv-26:D1:3"``.
+        event_time: when the event happened (UTC) or None when unknown.
+        created_at: when the record was written (UTC).
+        seq: position in its stream (0-based) or None.
+        segment: session / segment id or None.
+        priority: caller-set integer priority; higher = keep first.
+        importance: in [0, 1]; higher = more important.
+        access_count: times returned by a search and marked used.
+        last_accessed: UTC time of the last access, or None.
+        tier: :class:`Tier`.
+        pinned: pinned by the user; never evicted.
+        confidence: in [0, 1]; how sure the writer is of the content.
+        supersedes: id of the record this one replaces, or None.
+        superseded_by: id of the record that replaced this one, or None (None = current).
+        token_count: tokens of ``content`` under the store's encoder tokenizer.
+        embedding: (dim,) float32, L2-normalised, or None before encoding.
+        encoder: name of the encoder that made ``embedding``.
+        metadata: JSON-serialisable extra fields (speaker, image caption, split part, ...).
+        content_hash: sha256 of the normalised content (duplicate detection).
+    """
+
+    id: str
+    namespace: str
+    content: str
+    type: MemoryType = MemoryType.FACT
+    role: str = "user"
+    source: str | None = None
+    event_time: datetime | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    seq: int | None = None
+    segment: str | None = None
+    priority: int = 0
+    importance: float = 0.5
+    access_count: int = 0
+    last_accessed: datetime | None = None
+    tier: Tier = Tier.DYNAMIC
+    pinned: bool = False
+    confidence: float = 1.0
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    token_count: int = 0
+    embedding: npt.NDArray[np.float32] | None = field(default=None, compare=False, repr=False)
+    encoder: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    content_hash: str = ""
+
+    def __post_init__(self) -> None:
+        validate_namespace(self.namespace)
+        if not isinstance(self.content, str) or not self.content.strip():
+            raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
+        if not isinstance(self.id, str) or not self.id:
+            raise InvalidInput("id: required, a non-empty string")
+        object.__setattr__(self, "type", _coerce_enum(MemoryType, self.type, "type"))
+        object.__setattr__(self, "tier", _coerce_enum(Tier, self.tier, "tier"))
+        object.__setattr__(self, "event_time", utc(self.event_time, field_name="event_time"))
+        object.__setattr__(self, "created_at", utc(self.created_at, field_name="created_at"))
+        object.__setattr__(self, "last_accessed", utc(self.last_accessed, field_name="last_accessed"))
+        for name in ("importance", "confidence"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or math.isnan(value) or not 0.0 <= value <= 1.0:
+                raise InvalidInput(f"{name}: must be a number in [0, 1], got {value!r}")
+        for name in ("priority", "access_count", "token_count"):
+            if not isinstance(getattr(self, name), int):
+                raise InvalidInput(f"{name}: must be an int")
+        if self.access_count < 0 or self.token_count < 0:
+            raise InvalidInput("access_count and token_count must be >= 0")
+        if self.seq is not None and (not isinstance(self.seq, int) or self.seq < 0):
+            raise InvalidInput("seq: must be a non-negative int or None")
+        if self.embedding is not None:
+            vec = np.asarray(self.embedding, dtype=np.float32)
+            if vec.ndim != 1 or not np.all(np.isfinite(vec)):
+                raise InvalidInput("embedding: must be a finite 1-d float32 vector")
+            vec.setflags(write=False)
+            object.__setattr__(self, "embedding", vec)
+        if not self.content_hash:
+            object.__setattr__(self, "content_hash", content_hash(self.content))
+        object.__setattr__(self, "metadata", dict(self.metadata))
+
+    @classmethod
+    def trusted(cls, **fields: Any) -> MemoryRecord:
+        """Build a record from already-validated fields (e.g. a store row) without re-validating.
+
+        For backends only: every field must be given, with the right types.
+        """
+        record = object.__new__(cls)
+        for name, value in fields.items():
+            object.__setattr__(record, name, value)
+        return record
+
+    @property
+    def is_current(self) -> bool:
+        """True when no newer record supersedes this one."""
+        return self.superseded_by is None
+
+    @property
+    def dim(self) -> int | None:
+        """Dimension of the embedding, or None."""
+        return None if self.embedding is None else int(self.embedding.shape[0])
+
+    def evolve(self, **changes: Any) -> MemoryRecord:
+        """A copy with ``changes`` applied (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self, *, with_embedding: bool = False) -> dict[str, Any]:
+        """JSON-ready dict; times as ISO 8601 UTC strings; embedding omitted unless asked."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "namespace": self.namespace,
+            "content": self.content,
+            "type": self.type.value,
+            "role": self.role,
+            "source": self.source,
+            "event_time": _iso(self.event_time),
+            "created_at": _iso(self.created_at),
+            "seq": self.seq,
+            "segment": self.segment,
+            "priority": self.priority,
+            "importance": self.importance,
+            "access_count": self.access_count,
+            "last_accessed": _iso(self.last_accessed),
+            "tier": self.tier.value,
+            "pinned": self.pinned,
+            "confidence": self.confidence,
+            "supersedes": self.supersedes,
+            "superseded_by": self.superseded_by,
+            "token_count": self.token_count,
+            "encoder": self.encoder,
+            "dim": self.dim,
+            "metadata": dict(self.metadata),
+            "content_hash": self.content_hash,
+        }
+        if with_embedding and self.embedding is not None:
+            out["embedding"] = [float(x) for x in self.embedding]
+        return out
+
+
+def parse_type(value: MemoryType | str) -> MemoryType:
+    """``value`` as a :class:`MemoryType`.
+
+    Raises:
+        InvalidInput: not one of the ten type names.
+    """
+    result: MemoryType = _coerce_enum(MemoryType, value, "type")
+    return result
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _coerce_enum(enum_type: type[enum.StrEnum], value: object, name: str) -> Any:
+    try:
+        return enum_type(str(value))
+    except ValueError as exc:
+        allowed = ", ".join(m.value for m in enum_type)
+        raise InvalidInput(f"{name}: {value!r} is not one of {allowed}") from exc
+
+
+def speaker_of(record: MemoryRecord) -> str:
+    """The speaker's name: ``metadata["speaker"]`` when set, else the role."""
+    speaker = record.metadata.get("speaker")
+    return str(speaker) if speaker else record.role
+
+
+def search_text(record: MemoryRecord) -> str:
+    """The text the lexical and dense channels index for ``record``.
+
+    ``"<speaker>: <content>"``, followed by an attached image caption (``metadata["caption"]``)
+    when there is one. Prefixing the speaker lets "What did Caroline say about ..." match her turns
+    (measured on LoCoMo dev: dense recall@10 0.32 -> 0.47).
+    """
+    caption = record.metadata.get("caption")
+    text = f"{speaker_of(record)}: {record.content}"
+    return f"{text} [image: {caption}]" if caption else text

@@ -1,0 +1,342 @@
+"""The storage contract, written once.
+
+A backend implements one primitive, :meth:`Store.batch`, which runs a sequence of typed operations
+in a single transaction (all or nothing) and returns one result per operation. Everything else —
+``put``, ``get``, ``search_lexical``, ``search_vector``, ... — is built here on top of it, the
+design of langgraph's ``BaseStore``. Backends declare what they can do with capability flags
+instead of callers branching on backend classes.
+
+Every operation names its namespace; no operation reads or writes across namespaces (except
+:class:`ListNamespaces`, which returns names only).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from retain.record import MemoryRecord, MemoryType, Tier
+
+__all__ = [
+    "ALL_RECORDS",
+    "HOT_TIERS",
+    "AppendAudit",
+    "AuditEntry",
+    "CountRecords",
+    "DeleteNamespace",
+    "DeleteRecords",
+    "FindByHash",
+    "GetRecords",
+    "LexicalSearch",
+    "ListNamespaces",
+    "ListRecords",
+    "Op",
+    "PutRecords",
+    "ReadAudit",
+    "RecordFilter",
+    "ScoredId",
+    "Store",
+    "VectorSearch",
+]
+
+HOT_TIERS: tuple[Tier, ...] = (Tier.CORE, Tier.DYNAMIC)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFilter:
+    """Metadata filter applied inside every search and listing.
+
+    Attributes:
+        types: keep only these types (None = all).
+        tiers: keep only these tiers; default the hot memory (core + dynamic), not the archive.
+        start, end: keep records whose event_time is in [start, end) (UTC); records with unknown
+            event_time are excluded when either bound is set.
+        include_superseded: keep records that a newer version replaced (history).
+        segments: keep only these segment ids (None = all).
+        seqs: keep only records at these stream positions (None = all).
+    """
+
+    types: tuple[MemoryType, ...] | None = None
+    tiers: tuple[Tier, ...] | None = HOT_TIERS
+    start: datetime | None = None
+    end: datetime | None = None
+    include_superseded: bool = False
+    segments: tuple[str, ...] | None = None
+    seqs: tuple[int, ...] | None = None
+
+
+ALL_RECORDS = RecordFilter(tiers=None, include_superseded=True)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One line of the append-only audit log. Never holds record content.
+
+    Attributes:
+        namespace: scope of the change.
+        op: "add", "update", "supersede", "delete", "delete_all", "evict", "archive", ...
+        record_id: the record concerned, or None for namespace-wide operations.
+        actor: who asked ("user", "agent", "system", "policy:<name>", ...).
+        reason: free text why.
+        policy: retention policy name when a policy decided, else None.
+        details: JSON-serialisable scores and before/after fields (no content).
+    """
+
+    namespace: str
+    op: str
+    record_id: str | None = None
+    actor: str = "user"
+    reason: str = ""
+    policy: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class ScoredId(NamedTuple):
+    """A search result from a backend channel: id and score (higher = more relevant)."""
+
+    id: str
+    score: float
+
+
+# --- operations -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PutRecords:
+    """Insert or replace records (by id). Result: None. Lexical index updated in the same txn."""
+
+    records: tuple[MemoryRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GetRecords:
+    """Result: list of the records found, in the order of ``ids`` (missing ids skipped)."""
+
+    namespace: str
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FindByHash:
+    """Result: the oldest current record with that content hash, or None."""
+
+    namespace: str
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListRecords:
+    """Result: list of records matching ``filter``, ordered by ``order`` ("seq", "created", "event")."""
+
+    namespace: str
+    filter: RecordFilter = RecordFilter()
+    limit: int | None = None
+    order: str = "created"
+
+
+@dataclass(frozen=True, slots=True)
+class CountRecords:
+    """Result: int, number of records matching ``filter``."""
+
+    namespace: str
+    filter: RecordFilter = RecordFilter()
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalSearch:
+    """BM25 over index terms (see :mod:`retain.lexical`); any term may match (OR).
+
+    Result: list of :class:`ScoredId`, best first, score = BM25 (higher = more relevant).
+    """
+
+    namespace: str
+    terms: tuple[str, ...]
+    filter: RecordFilter = RecordFilter()
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class VectorSearch:
+    """Cosine similarity against stored embeddings (exact scan unless the backend has an index).
+
+    Result: list of :class:`ScoredId`, best first, score = cosine in [-1, 1] (higher = closer).
+    """
+
+    namespace: str
+    vector: npt.NDArray[np.float32]
+    filter: RecordFilter = RecordFilter()
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRecords:
+    """Purge records from every table and index. Result: int, number purged."""
+
+    namespace: str
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteNamespace:
+    """Purge every record of one namespace. Result: int, number purged."""
+
+    namespace: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListNamespaces:
+    """Result: sorted list of namespace names that hold at least one record."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendAudit:
+    """Append one audit entry (hash-chained). Result: int, the entry's sequence number."""
+
+    entry: AuditEntry
+
+
+@dataclass(frozen=True, slots=True)
+class ReadAudit:
+    """Result: list of dicts (seq, ts, namespace, op, record_id, actor, reason, policy, details,
+    prev_hash, hash) in sequence order; ``namespace`` None = every namespace."""
+
+    namespace: str | None = None
+    limit: int | None = None
+
+
+Op = (
+    PutRecords
+    | GetRecords
+    | FindByHash
+    | ListRecords
+    | CountRecords
+    | LexicalSearch
+    | VectorSearch
+    | DeleteRecords
+    | DeleteNamespace
+    | ListNamespaces
+    | AppendAudit
+    | ReadAudit
+)
+
+
+class Store(ABC):
+    """Storage contract. Subclasses implement :meth:`batch`, :meth:`setup`, the meta accessors
+    and :meth:`close`; the typed helpers below are shared by every backend.
+
+    Capability flags:
+        supports_vector: VectorSearch is answered.
+        supports_lexical: LexicalSearch is answered.
+        supports_ann: vector search uses an approximate index (results may miss exact neighbours).
+    """
+
+    supports_vector: bool = True
+    supports_lexical: bool = True
+    supports_ann: bool = False
+
+    @abstractmethod
+    def setup(self) -> None:
+        """Create or migrate the schema (explicit, idempotent, versioned migrations)."""
+
+    @abstractmethod
+    def batch(self, ops: Sequence[Op]) -> list[Any]:
+        """Run ``ops`` in one transaction; return one result per op. All or nothing."""
+
+    @abstractmethod
+    def get_meta(self, key: str) -> str | None:
+        """Read a store-level setting (e.g. "encoder_name"), or None."""
+
+    @abstractmethod
+    def set_meta(self, key: str, value: str) -> None:
+        """Write a store-level setting."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections. The store is unusable afterwards."""
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Human-readable location (file path, ":memory:", DSN without password)."""
+
+    # --- helpers built on batch -------------------------------------------------------------
+
+    def put(self, records: Sequence[MemoryRecord], audit: Sequence[AuditEntry] = ()) -> None:
+        """Write records and their audit entries atomically."""
+        self.batch([PutRecords(tuple(records)), *(AppendAudit(a) for a in audit)])
+
+    def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        """Records by id within ``namespace`` (missing ids skipped), in the order asked."""
+        result: list[MemoryRecord] = self.batch([GetRecords(namespace, tuple(ids))])[0]
+        return result
+
+    def find_by_hash(self, namespace: str, digest: str) -> MemoryRecord | None:
+        """The oldest current record with that content hash, or None."""
+        result: MemoryRecord | None = self.batch([FindByHash(namespace, digest)])[0]
+        return result
+
+    def list_records(
+        self,
+        namespace: str,
+        filter: RecordFilter = RecordFilter(),
+        *,
+        limit: int | None = None,
+        order: str = "created",
+    ) -> list[MemoryRecord]:
+        """Records matching ``filter`` in ``order``."""
+        result: list[MemoryRecord] = self.batch([ListRecords(namespace, filter, limit, order)])[0]
+        return result
+
+    def count(self, namespace: str, filter: RecordFilter = RecordFilter()) -> int:
+        """Number of records matching ``filter``."""
+        return int(self.batch([CountRecords(namespace, filter)])[0])
+
+    def search_lexical(
+        self, namespace: str, terms: Sequence[str], filter: RecordFilter = RecordFilter(), limit: int = 50
+    ) -> list[ScoredId]:
+        """BM25 search; see :class:`LexicalSearch`."""
+        if not terms:
+            return []
+        result: list[ScoredId] = self.batch([LexicalSearch(namespace, tuple(terms), filter, limit)])[0]
+        return result
+
+    def search_vector(
+        self,
+        namespace: str,
+        vector: npt.NDArray[np.float32],
+        filter: RecordFilter = RecordFilter(),
+        limit: int = 50,
+    ) -> list[ScoredId]:
+        """Cosine search; see :class:`VectorSearch`."""
+        result: list[ScoredId] = self.batch([VectorSearch(namespace, vector, filter, limit)])[0]
+        return result
+
+    def delete(self, namespace: str, ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
+        """Purge records and append audit entries atomically; returns the number purged."""
+        return int(self.batch([DeleteRecords(namespace, tuple(ids)), *(AppendAudit(a) for a in audit)])[0])
+
+    def delete_namespace(self, namespace: str, audit: Sequence[AuditEntry] = ()) -> int:
+        """Purge a namespace and append audit entries atomically; returns the number purged."""
+        return int(self.batch([DeleteNamespace(namespace), *(AppendAudit(a) for a in audit)])[0])
+
+    def namespaces(self) -> list[str]:
+        """Namespaces holding at least one record."""
+        result: list[str] = self.batch([ListNamespaces()])[0]
+        return result
+
+    def audit_log(self, namespace: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Audit entries in order; see :class:`ReadAudit`."""
+        result: list[dict[str, Any]] = self.batch([ReadAudit(namespace, limit)])[0]
+        return result
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,639 @@
+"""SQLite backend: the embedded default.
+
+* stdlib ``sqlite3``, WAL journal, ``busy_timeout``, ``secure_delete`` (purged rows are zeroed).
+* Writes run under ``BEGIN IMMEDIATE`` so two processes never deadlock on a lock upgrade.
+* Versioned, append-only migrations, run only by :meth:`SQLiteStore.setup`.
+* Lexical channel: FTS5 (``porter unicode61``) over :func:`retain.lexical.index_terms`, so CJK text
+  is indexed as character bigrams; score = -bm25() (higher = more relevant).
+* Dense channel: embeddings as float32 blobs; exact cosine by a numpy scan over a per-namespace
+  matrix cached in memory and invalidated by local writes and by ``PRAGMA data_version`` (commits
+  from other connections or processes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from retain.errors import InvalidInput, SchemaError
+from retain.lexical import index_terms
+from retain.record import MemoryRecord, MemoryType, Tier, search_text, utcnow
+from retain.store.base import (
+    AppendAudit,
+    AuditEntry,
+    CountRecords,
+    DeleteNamespace,
+    DeleteRecords,
+    FindByHash,
+    GetRecords,
+    LexicalSearch,
+    ListNamespaces,
+    ListRecords,
+    Op,
+    PutRecords,
+    ReadAudit,
+    RecordFilter,
+    ScoredId,
+    Store,
+    VectorSearch,
+)
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+
+BUSY_TIMEOUT_MS = 30_000
+GENESIS_HASH = "0" * 64
+
+_COLUMNS = (
+    "id, namespace, content, type, role, source, event_time, created_at, seq, segment, priority, "
+    "importance, access_count, last_accessed, tier, pinned, confidence, supersedes, superseded_by, "
+    "token_count, embedding, encoder, metadata, content_hash"
+)
+
+# Append-only: a released migration is never edited; add a new one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE records (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        namespace TEXT NOT NULL,
+        content TEXT NOT NULL,
+        type TEXT NOT NULL,
+        role TEXT NOT NULL,
+        source TEXT,
+        event_time INTEGER,
+        created_at INTEGER NOT NULL,
+        seq INTEGER,
+        segment TEXT,
+        priority INTEGER NOT NULL,
+        importance REAL NOT NULL,
+        access_count INTEGER NOT NULL,
+        last_accessed INTEGER,
+        tier TEXT NOT NULL,
+        pinned INTEGER NOT NULL,
+        confidence REAL NOT NULL,
+        supersedes TEXT,
+        superseded_by TEXT,
+        token_count INTEGER NOT NULL,
+        embedding BLOB,
+        encoder TEXT,
+        metadata TEXT NOT NULL,
+        content_hash TEXT NOT NULL
+    );
+    CREATE INDEX records_ns_hash ON records (namespace, content_hash);
+    CREATE INDEX records_ns_tier ON records (namespace, tier);
+    CREATE INDEX records_ns_event ON records (namespace, event_time);
+    CREATE INDEX records_ns_seq ON records (namespace, seq);
+    CREATE VIRTUAL TABLE records_fts USING fts5 (lex, tokenize = 'porter unicode61 remove_diacritics 2');
+    CREATE TABLE audit (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        ts INTEGER NOT NULL,
+        namespace TEXT,
+        op TEXT NOT NULL,
+        record_id TEXT,
+        actor TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        policy TEXT,
+        details TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL
+    );
+    CREATE INDEX audit_ns ON audit (namespace, seq);
+    CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
+        BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+    CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
+        BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_WRITE_OPS = (PutRecords, DeleteRecords, DeleteNamespace, AppendAudit)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _to_us(value: datetime | None) -> int | None:
+    # Integer arithmetic: float timestamps lose a microsecond on about 2% of times.
+    if value is None:
+        return None
+    return (value.astimezone(UTC) - _EPOCH) // _MICROSECOND
+
+
+def _from_us(value: int | None) -> datetime | None:
+    if value is None:
+        return None
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def audit_hash(prev_hash: str, fields: dict[str, Any]) -> str:
+    """sha256 over the previous entry's hash and this entry's canonical JSON (hash chain)."""
+    canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class _VectorCache:
+    """Per-namespace arrays for the exact dense scan; rows align with ``ids``."""
+
+    ids: npt.NDArray[np.object_]
+    matrix: npt.NDArray[np.float32]
+    types: npt.NDArray[np.object_]
+    tiers: npt.NDArray[np.object_]
+    segments: npt.NDArray[np.object_]
+    seqs: npt.NDArray[np.float64]
+    event_us: npt.NDArray[np.float64]
+    current: npt.NDArray[np.bool_]
+
+    def mask(self, flt: RecordFilter) -> npt.NDArray[np.bool_]:
+        keep = np.ones(len(self.ids), dtype=bool)
+        if flt.types is not None:
+            keep &= np.isin(self.types, [t.value for t in flt.types])
+        if flt.tiers is not None:
+            keep &= np.isin(self.tiers, [t.value for t in flt.tiers])
+        if flt.segments is not None:
+            keep &= np.isin(self.segments, list(flt.segments))
+        if flt.seqs is not None:
+            keep &= np.isin(self.seqs, list(flt.seqs))
+        if not flt.include_superseded:
+            keep &= self.current
+        if flt.start is not None:
+            keep &= self.event_us >= flt.start.timestamp() * 1_000_000  # NaN compares False: unknown drop out
+        if flt.end is not None:
+            keep &= self.event_us < flt.end.timestamp() * 1_000_000
+        return keep
+
+
+class SQLiteStore(Store):
+    """The default store: one SQLite file (or ``":memory:"``).
+
+    Args:
+        path: file path, or ":memory:" for a private in-memory database.
+
+    Call :meth:`setup` once before use (``retain.Memory`` does it for you).
+
+    Raises:
+        SchemaError: the file was written by a newer retain (higher schema version).
+    """
+
+    supports_vector = True
+    supports_lexical = True
+    supports_ann = False
+
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self._path = str(path)
+        if self._path != ":memory:":
+            Path(self._path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(
+            self._path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        )
+        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        self._conn.execute("PRAGMA secure_delete = ON")
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        self._lock = threading.RLock()
+        self._cache: dict[str, _VectorCache] = {}
+        self._data_version: int | None = None
+        self._ready = False
+
+    @property
+    def location(self) -> str:
+        return self._path
+
+    # --- schema ---------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Enable WAL and apply pending migrations in order, each in its own transaction."""
+        with self._lock:
+            if self._path != ":memory:":
+                mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":  # pragma: no cover - filesystem without WAL support
+                    raise SchemaError(f"could not enable WAL on {self._path} (journal_mode={mode})")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                current = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+                if current > SCHEMA_VERSION:
+                    raise SchemaError(
+                        f"{self._path} has schema version {current}; this retain knows up to "
+                        f"{SCHEMA_VERSION}. Upgrade retain."
+                    )
+                for version in range(current, SCHEMA_VERSION):
+                    for statement in _split_sql(MIGRATIONS[version]):
+                        self._conn.execute(statement)
+                    self._conn.execute(f"PRAGMA user_version = {version + 1}")
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._ready = True
+
+    def get_meta(self, key: str) -> str | None:
+        self._require_ready()
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._require_ready()
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+            self._cache.clear()
+            self._ready = False
+
+    def _require_ready(self) -> None:
+        if not self._ready:
+            raise SchemaError("store is not set up: call setup() first (retain.Memory does)")
+
+    # --- batch ----------------------------------------------------------------------------
+
+    def batch(self, ops: Sequence[Op]) -> list[Any]:
+        """Run ``ops`` in one transaction (``BEGIN IMMEDIATE`` when any op writes)."""
+        self._require_ready()
+        writes = any(isinstance(op, _WRITE_OPS) for op in ops)
+        with self._lock:
+            self._check_external_changes()
+            self._conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
+            try:
+                results = [self._run(op) for op in ops]
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                if writes:
+                    self._cache.clear()
+                raise
+            if writes:
+                self._data_version = self._read_data_version()
+            purged = any(isinstance(op, (DeleteRecords, DeleteNamespace)) for op in ops)
+        if purged and self._path != ":memory:":
+            self._checkpoint()
+        return results
+
+    def _run(self, op: Op) -> Any:
+        handler: Callable[[Any], Any] = _HANDLERS[type(op)].__get__(self)
+        return handler(op)
+
+    def _read_data_version(self) -> int:
+        return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _check_external_changes(self) -> None:
+        version = self._read_data_version()
+        if self._data_version is not None and version != self._data_version:
+            self._cache.clear()
+        self._data_version = version
+
+    def _checkpoint(self) -> None:
+        """Fold the WAL back so purged content does not linger in it (best effort)."""
+        try:
+            with self._lock:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:  # pragma: no cover - another process holds it
+            pass
+
+    # --- handlers -------------------------------------------------------------------------
+
+    def _put(self, op: PutRecords) -> None:
+        for rec in op.records:
+            row = self._conn.execute("SELECT rowid, namespace FROM records WHERE id = ?", (rec.id,)).fetchone()
+            if row is not None and row[1] != rec.namespace:
+                raise InvalidInput(f"id {rec.id} already exists in another namespace")
+            values = (
+                rec.id,
+                rec.namespace,
+                rec.content,
+                rec.type.value,
+                rec.role,
+                rec.source,
+                _to_us(rec.event_time),
+                _to_us(rec.created_at),
+                rec.seq,
+                rec.segment,
+                rec.priority,
+                float(rec.importance),
+                rec.access_count,
+                _to_us(rec.last_accessed),
+                rec.tier.value,
+                int(rec.pinned),
+                float(rec.confidence),
+                rec.supersedes,
+                rec.superseded_by,
+                rec.token_count,
+                None if rec.embedding is None else np.asarray(rec.embedding, dtype="<f4").tobytes(),
+                rec.encoder,
+                json.dumps(dict(rec.metadata), ensure_ascii=False, sort_keys=True),
+                rec.content_hash,
+            )
+            if row is None:
+                cur = self._conn.execute(f"INSERT INTO records ({_COLUMNS}) VALUES ({', '.join('?' * 24)})", values)
+                rowid = cur.lastrowid
+            else:
+                rowid = row[0]
+                assignments = ", ".join(f"{c.strip()} = ?" for c in _COLUMNS.split(","))
+                self._conn.execute(f"UPDATE records SET {assignments} WHERE rowid = ?", (*values, rowid))
+                self._conn.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
+            lex = " ".join(index_terms(search_text(rec)))
+            self._conn.execute("INSERT INTO records_fts (rowid, lex) VALUES (?, ?)", (rowid, lex))
+            self._cache.pop(rec.namespace, None)
+
+    def _get(self, op: GetRecords) -> list[MemoryRecord]:
+        if not op.ids:
+            return []
+        marks = ",".join("?" * len(op.ids))
+        rows = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM records WHERE namespace = ? AND id IN ({marks})",
+            (op.namespace, *op.ids),
+        ).fetchall()
+        by_id = {r[0]: _row_to_record(r) for r in rows}
+        return [by_id[i] for i in op.ids if i in by_id]
+
+    def _find_by_hash(self, op: FindByHash) -> MemoryRecord | None:
+        row = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM records WHERE namespace = ? AND content_hash = ? "
+            "AND superseded_by IS NULL ORDER BY rowid LIMIT 1",
+            (op.namespace, op.content_hash),
+        ).fetchone()
+        return None if row is None else _row_to_record(row)
+
+    def _list(self, op: ListRecords) -> list[MemoryRecord]:
+        where, params = _where(op.namespace, op.filter)
+        order = {
+            "created": "rowid",
+            "seq": "seq IS NULL, seq, rowid",
+            "event": "event_time IS NULL, event_time, seq, rowid",
+        }.get(op.order)
+        if order is None:
+            raise InvalidInput(f"order: {op.order!r} is not one of created, seq, event")
+        sql = f"SELECT {_COLUMNS} FROM records WHERE {where} ORDER BY {order}"
+        if op.limit is not None:
+            sql += f" LIMIT {int(op.limit)}"
+        return [_row_to_record(r) for r in self._conn.execute(sql, params).fetchall()]
+
+    def _count(self, op: CountRecords) -> int:
+        where, params = _where(op.namespace, op.filter)
+        return int(self._conn.execute(f"SELECT COUNT(*) FROM records WHERE {where}", params).fetchone()[0])
+
+    def _lexical(self, op: LexicalSearch) -> list[ScoredId]:
+        terms = [t for t in op.terms if t]
+        if not terms:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        where, params = _where(op.namespace, op.filter, alias="r.")
+        rows = self._conn.execute(
+            "SELECT r.id, bm25(records_fts) AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
+            f"WHERE records_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
+            (match, *params, int(op.limit)),
+        ).fetchall()
+        return [ScoredId(r[0], -float(r[1])) for r in rows]
+
+    def _vector(self, op: VectorSearch) -> list[ScoredId]:
+        cache = self._vector_cache(op.namespace)
+        if cache is None or len(cache.ids) == 0:
+            return []
+        query = np.asarray(op.vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != cache.matrix.shape[1]:
+            raise InvalidInput(f"vector: dimension {query.shape[0]}, store holds {cache.matrix.shape[1]}")
+        norm = float(np.linalg.norm(query))
+        if norm > 0:  # stored rows are L2-normalised; normalising the query makes dot = cosine
+            query = query / np.float32(norm)
+        keep = np.flatnonzero(cache.mask(op.filter))
+        if keep.size == 0:
+            return []
+        scores = cache.matrix[keep] @ query
+        k = min(int(op.limit), keep.size)
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [ScoredId(str(cache.ids[keep[i]]), float(scores[i])) for i in top]
+
+    def _vector_cache(self, namespace: str) -> _VectorCache | None:
+        cached = self._cache.get(namespace)
+        if cached is not None:
+            return cached
+        rows = self._conn.execute(
+            "SELECT id, embedding, type, tier, segment, event_time, superseded_by IS NULL, seq FROM records "
+            "WHERE namespace = ? AND embedding IS NOT NULL ORDER BY rowid",
+            (namespace,),
+        ).fetchall()
+        if not rows:
+            return None
+        dims = {len(r[1]) for r in rows}
+        if len(dims) != 1:
+            raise SchemaError(f"namespace {namespace!r} holds embeddings of several dimensions")
+        cache = _VectorCache(
+            ids=np.array([r[0] for r in rows], dtype=object),
+            matrix=np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1),
+            types=np.array([r[2] for r in rows], dtype=object),
+            tiers=np.array([r[3] for r in rows], dtype=object),
+            segments=np.array([r[4] for r in rows], dtype=object),
+            seqs=np.array([np.nan if r[7] is None else float(r[7]) for r in rows], dtype=np.float64),
+            event_us=np.array([np.nan if r[5] is None else float(r[5]) for r in rows], dtype=np.float64),
+            current=np.array([bool(r[6]) for r in rows], dtype=bool),
+        )
+        self._cache[namespace] = cache
+        return cache
+
+    def _delete(self, op: DeleteRecords) -> int:
+        if not op.ids:
+            return 0
+        marks = ",".join("?" * len(op.ids))
+        rowids = [
+            r[0]
+            for r in self._conn.execute(
+                f"SELECT rowid FROM records WHERE namespace = ? AND id IN ({marks})", (op.namespace, *op.ids)
+            ).fetchall()
+        ]
+        return self._purge_rowids(op.namespace, rowids)
+
+    def _delete_namespace(self, op: DeleteNamespace) -> int:
+        rowids = [r[0] for r in self._conn.execute("SELECT rowid FROM records WHERE namespace = ?", (op.namespace,))]
+        return self._purge_rowids(op.namespace, rowids)
+
+    def _purge_rowids(self, namespace: str, rowids: list[int]) -> int:
+        for start in range(0, len(rowids), 500):
+            chunk = rowids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            self._conn.execute(f"DELETE FROM records_fts WHERE rowid IN ({marks})", chunk)
+            self._conn.execute(f"DELETE FROM records WHERE rowid IN ({marks})", chunk)
+        if rowids:
+            # Rewrite the FTS b-tree so no doclist of the purged rows survives in a segment.
+            self._conn.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
+        self._cache.pop(namespace, None)
+        return len(rowids)
+
+    def _namespaces(self, op: ListNamespaces) -> list[str]:
+        return [r[0] for r in self._conn.execute("SELECT DISTINCT namespace FROM records ORDER BY namespace")]
+
+    def _append_audit(self, op: AppendAudit) -> int:
+        entry: AuditEntry = op.entry
+        row = self._conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        prev = GENESIS_HASH if row is None else row[0]
+        ts = _to_us(utcnow())
+        fields = {
+            "ts": ts,
+            "namespace": entry.namespace,
+            "op": entry.op,
+            "record_id": entry.record_id,
+            "actor": entry.actor,
+            "reason": entry.reason,
+            "policy": entry.policy,
+            "details": entry.details,
+        }
+        digest = audit_hash(prev, fields)
+        cur = self._conn.execute(
+            "INSERT INTO audit (ts, namespace, op, record_id, actor, reason, policy, details, prev_hash, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ts,
+                entry.namespace,
+                entry.op,
+                entry.record_id,
+                entry.actor,
+                entry.reason,
+                entry.policy,
+                json.dumps(entry.details, ensure_ascii=False, sort_keys=True),
+                prev,
+                digest,
+            ),
+        )
+        return int(cur.lastrowid or 0)
+
+    def _read_audit(self, op: ReadAudit) -> list[dict[str, Any]]:
+        sql = "SELECT seq, ts, namespace, op, record_id, actor, reason, policy, details, prev_hash, hash FROM audit"
+        params: tuple[Any, ...] = ()
+        if op.namespace is not None:
+            sql += " WHERE namespace = ?"
+            params = (op.namespace,)
+        sql += " ORDER BY seq"
+        if op.limit is not None:
+            sql += f" LIMIT {int(op.limit)}"
+        keys = (
+            "seq",
+            "ts",
+            "namespace",
+            "op",
+            "record_id",
+            "actor",
+            "reason",
+            "policy",
+            "details",
+            "prev_hash",
+            "hash",
+        )
+        out = []
+        for row in self._conn.execute(sql, params):
+            item = dict(zip(keys, row, strict=True))
+            item["details"] = json.loads(item["details"])
+            out.append(item)
+        return out
+
+
+_HANDLERS: dict[type, Any] = {
+    PutRecords: SQLiteStore._put,
+    GetRecords: SQLiteStore._get,
+    FindByHash: SQLiteStore._find_by_hash,
+    ListRecords: SQLiteStore._list,
+    CountRecords: SQLiteStore._count,
+    LexicalSearch: SQLiteStore._lexical,
+    VectorSearch: SQLiteStore._vector,
+    DeleteRecords: SQLiteStore._delete,
+    DeleteNamespace: SQLiteStore._delete_namespace,
+    ListNamespaces: SQLiteStore._namespaces,
+    AppendAudit: SQLiteStore._append_audit,
+    ReadAudit: SQLiteStore._read_audit,
+}
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements, buf = [], []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        joined = "\n".join(buf).strip()
+        if joined.endswith(";") and sqlite3.complete_statement(joined):
+            statements.append(joined)
+            buf = []
+    if "\n".join(buf).strip():
+        statements.append("\n".join(buf).strip())
+    return statements
+
+
+def _where(namespace: str, flt: RecordFilter, alias: str = "") -> tuple[str, tuple[Any, ...]]:
+    clauses = [f"{alias}namespace = ?"]
+    params: list[Any] = [namespace]
+    if flt.types is not None:
+        clauses.append(f"{alias}type IN ({','.join('?' * len(flt.types))})")
+        params.extend(t.value for t in flt.types)
+    if flt.tiers is not None:
+        clauses.append(f"{alias}tier IN ({','.join('?' * len(flt.tiers))})")
+        params.extend(t.value for t in flt.tiers)
+    if flt.segments is not None:
+        clauses.append(f"{alias}segment IN ({','.join('?' * len(flt.segments))})")
+        params.extend(flt.segments)
+    if flt.seqs is not None:
+        clauses.append(f"{alias}seq IN ({','.join('?' * len(flt.seqs))})")
+        params.extend(int(x) for x in flt.seqs)
+    if not flt.include_superseded:
+        clauses.append(f"{alias}superseded_by IS NULL")
+    if flt.start is not None:
+        clauses.append(f"{alias}event_time >= ?")
+        params.append(_to_us(flt.start))
+    if flt.end is not None:
+        clauses.append(f"{alias}event_time < ?")
+        params.append(_to_us(flt.end))
+    return " AND ".join(clauses), tuple(params)
+
+
+def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
+    """Rebuild a record from a row. Rows were validated when written, so validation is skipped."""
+    blob = row[20]
+    embedding = None
+    if blob is not None:
+        embedding = np.frombuffer(blob, dtype="<f4")  # read-only view of an immutable bytes object
+    return MemoryRecord.trusted(
+        id=row[0],
+        namespace=row[1],
+        content=row[2],
+        type=MemoryType(row[3]),
+        role=row[4],
+        source=row[5],
+        event_time=_from_us(row[6]),
+        created_at=_from_us(row[7]) or utcnow(),
+        seq=row[8],
+        segment=row[9],
+        priority=row[10],
+        importance=row[11],
+        access_count=row[12],
+        last_accessed=_from_us(row[13]),
+        tier=Tier(row[14]),
+        pinned=bool(row[15]),
+        confidence=row[16],
+        supersedes=row[17],
+        superseded_by=row[18],
+        token_count=row[19],
+        embedding=embedding,
+        encoder=row[21],
+        metadata=json.loads(row[22]),
+        content_hash=row[23],
+    )

@@ -1,0 +1,112 @@
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from retain.basis import HashingEncoder
+from retain.config import Settings
+from retain.errors import DatasetUnavailable
+from retain.eval.datasets import load_locomo, parse_evidence, parse_locomo_date, resolve_locomo
+from retain.eval.locomo import run_locomo
+
+
+def _conversation(sample_id="conv-x"):
+    return {
+        "sample_id": sample_id,
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a grey kitten called Miso."},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "What colour is Miso?"},
+                {"speaker": "Ana", "dia_id": "D1:3", "text": "Grey with white paws.", "blip_caption": "a kitten"},
+            ],
+            "session_2_date_time": "10:00 am on 1 June, 2023",
+            "session_2": [
+                {"speaker": "Ben", "dia_id": "D2:1", "text": "I started pottery classes on Monday."},
+                {"speaker": "Ana", "dia_id": "D2:2", "text": "Pottery sounds relaxing!"},
+            ],
+            "session_3_date_time": "9:00 am on 2 July, 2023",  # quirk: a date without a session
+        },
+        "qa": [
+            {"question": "What is the name of Ana's kitten?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
+            {"question": "When did Ben start pottery?", "answer": 2023, "evidence": ["D2:1; D1:3"], "category": 2},
+            {"question": "Bad evidence", "answer": "x", "evidence": ["D", "D:11:26", "D9:9"], "category": 1},
+            {"question": "Adversarial", "adversarial_answer": "no", "evidence": ["D1:02"], "category": 5},
+        ],
+    }
+
+
+@pytest.fixture
+def locomo_file(tmp_path):
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([_conversation("a"), _conversation("b")]), encoding="utf-8")
+    return path
+
+
+def test_parse_evidence_handles_quirks():
+    assert parse_evidence(["D8:6; D9:17"]) == ["D8:6", "D9:17"]
+    assert parse_evidence(["D30:05"]) == ["D30:5"]
+    assert parse_evidence(["D", "D:11:26"]) == []
+    assert parse_evidence("D1:2 D1:3") == ["D1:2", "D1:3"]
+
+
+def test_parse_locomo_date():
+    assert parse_locomo_date("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert parse_locomo_date("not a date") is None
+    assert parse_locomo_date(None) is None
+
+
+def test_load_locomo_quirks(locomo_file):
+    conv = load_locomo(locomo_file)[0]
+    assert [t.dia_id for t in conv.turns] == ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]
+    assert conv.turns[2].caption == "a kitten"
+    assert conv.turns[3].session_time == datetime(2023, 6, 1, 10, 0, tzinfo=UTC)
+    q = conv.questions
+    assert q[1].evidence == ("D2:1", "D1:3") and q[1].answer == "2023"
+    assert q[2].evidence == () and q[2].unresolved_evidence == ("D9:9",)
+    assert q[3].answer == "no" and q[3].evidence == ("D1:2",)
+
+
+def test_resolve_prefers_explicit_path_and_refuses_missing(tmp_path, locomo_file):
+    assert resolve_locomo(locomo_file) == locomo_file
+    with pytest.raises(DatasetUnavailable):
+        resolve_locomo(tmp_path / "missing.json")
+    env = Settings(locomo_path=tmp_path / "nope.json")
+    with pytest.raises(DatasetUnavailable, match="RETAIN_LOCOMO"):
+        resolve_locomo(None, settings=env)
+
+
+def test_load_rejects_non_list(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"a": 1}', encoding="utf-8")
+    with pytest.raises(DatasetUnavailable):
+        load_locomo(path)
+
+
+def test_run_locomo_reports_every_field(locomo_file):
+    conversations = load_locomo(locomo_file)
+    report = run_locomo(conversations, lambda: HashingEncoder(64), loco=True, progress=False)
+    assert report["conversations"] == 2 and report["questions"] == 8
+    retrievers = [r["retriever"] for r in report["runs"]]
+    assert retrievers == ["learned", "learned-loco", "rrf"]
+    first = report["runs"][0]
+    for key in (
+        "policy",
+        "budget",
+        "recall@5",
+        "recall@10",
+        "hit@5",
+        "hit@10",
+        "mrr",
+        "by_category",
+        "ingest_turns_per_s",
+        "search_ms_p50",
+        "search_ms_p95",
+    ):
+        assert key in first, key
+    # 5 turns per conversation: every evidence turn is within the top 10
+    assert first["recall@10"] == 1.0
+    assert first["skipped_no_evidence"] == 2  # the "Bad evidence" question of each conversation
+    assert set(first["by_category"]) == {"2", "4", "5"}
