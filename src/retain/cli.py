@@ -26,8 +26,8 @@ eval_app = typer.Typer(
 )
 app.add_typer(eval_app, name="eval")
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(width=None if sys.stdout.isatty() else 140)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
 NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")]
@@ -224,9 +224,9 @@ def eval_locomo(
     enc = make_encoder(encoder)
     err_console.print(f"LoCoMo: {path} ({len(conversations)} conversations), encoder {enc.name}")
     result = run_locomo(conversations, lambda: enc, loco=loco and len(conversations) > 1, dataset=f"locomo:{path.name}")
-    table = Table(title=f"LoCoMo turn-level retrieval, categories 1-4 ({result['questions']} questions in all)")
+    table = Table(title=f"LoCoMo turn-level retrieval, headline over categories 1-4 ({result['questions']} questions)")
     for col in ("retriever", *METRICS, "cat1 r@10", "cat2 r@10", "cat3 r@10", "cat4 r@10"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=True)
     for run in result["runs"]:
         cats = run["by_category"]
         table.add_row(

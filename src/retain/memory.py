@@ -126,8 +126,13 @@ class Memory:
         self.store: Store = store if store is not None else SQLiteStore(path)
         self.config = config
         self._fusion = fusion
-        self.store.setup()
-        self._check_encoder()
+        try:
+            self.store.setup()
+            self._check_encoder()
+        except BaseException:
+            if store is None:  # ours to close; a caller's store stays open for the caller
+                self.store.close()
+            raise
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -743,8 +748,10 @@ class _Pool:
         mentions_speaker = np.array([f in named for f in first_names])
         mentions_other = np.array([bool(named - {f}) for f in first_names])
         term_set = set(self.terms)
-        doc_terms = [index_terms(search_text(r)) for r in records]
-        coverage = np.array([len(term_set & set(t)) / max(1, len(term_set)) for t in doc_terms])
+        coverage = np.zeros(len(records))
+        for i in np.flatnonzero(self.bm25 > 0):  # only lexical matches can cover query terms
+            coverage[i] = len(term_set & set(index_terms(search_text(records[i])))) / max(1, len(term_set))
+        length = [r.token_count or len(_WORD_RE.findall(r.content)) for r in records]
         return fusion_features(
             bm25=self.bm25,
             bm25_rank=self.bm25_rank,
@@ -756,7 +763,7 @@ class _Pool:
             mentions_speaker=mentions_speaker,
             mentions_other=mentions_other,
             coverage=coverage,
-            length_terms=np.array([len(t) for t in doc_terms], dtype=np.float64),
+            length_terms=np.array(length, dtype=np.float64),
             is_question=np.array([r.content.rstrip().endswith(("?", "？")) for r in records]),
             n_query_terms=len(term_set),
         )

@@ -193,7 +193,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "mentions_speaker",
     "mentions_other",
     "query_coverage",
-    "log_length",
+    "length_relevance",
     "is_question",
     "query_terms",
 )
@@ -225,8 +225,10 @@ def fusion_features(
         segment: segment id of each candidate (None when unknown).
         mentions_speaker: the query names the candidate's speaker.
         mentions_other: the query names another speaker of the namespace.
-        coverage: share of the query terms found in the candidate (0..1).
-        length_terms: number of index terms of the candidate.
+        coverage: share of the query terms found in the candidate (0..1; 0 when BM25 is 0).
+        length_terms: length of the candidate in encoder tokens. It enters as
+            log(1 + length) * max(bm25_norm, cosine): on LoCoMo longer turns carry more evidence, but
+            the product keeps that prior from lifting long records that do not match the query.
         is_question: the candidate ends with a question mark.
         n_query_terms: number of distinct query terms.
     """
@@ -262,7 +264,7 @@ def fusion_features(
             mentions_speaker.astype(np.float64),
             mentions_other.astype(np.float64),
             coverage,
-            np.log1p(length_terms),
+            np.log1p(length_terms) * np.maximum(bm25_norm, np.maximum(dense, 0.0)),
             is_question.astype(np.float64),
             np.full(n, float(n_query_terms)),
         ],
@@ -272,12 +274,17 @@ def fusion_features(
 
 @dataclass(frozen=True)
 class LinearFusion:
-    """A logistic-regression fusion: p = sigmoid(w . (x - mean) / scale + b).
+    """A logistic-regression fusion: p = sigmoid(w . (clip(x) - mean) / scale + b).
+
+    Features are clipped to the range seen in training (``low``, ``high``) before scoring, so a
+    record unlike anything in training (say a 2,000-character part where training turns had at most
+    a few hundred) cannot ride one feature far outside what the weights were fitted on.
 
     Attributes:
         weights: (F,) float64, one per name in ``feature_names``.
         bias: intercept.
         mean, scale: (F,) standardisation fitted on the training features.
+        low, high: (F,) training range of each feature (1st and 99th percentile).
         feature_names: must equal :data:`FEATURE_NAMES` to be used.
         trained_on: description of the training data (provenance).
     """
@@ -286,6 +293,8 @@ class LinearFusion:
     bias: float
     mean: FloatArray
     scale: FloatArray
+    low: FloatArray
+    high: FloatArray
     feature_names: tuple[str, ...] = FEATURE_NAMES
     trained_on: str = ""
 
@@ -293,7 +302,8 @@ class LinearFusion:
         """(n, F) features -> (n,) probabilities in [0, 1] (higher = more relevant)."""
         if features.shape[1] != len(self.weights):
             raise InvalidInput(f"features: {features.shape[1]} columns, model expects {len(self.weights)}")
-        z = ((features - self.mean) / self.scale) @ self.weights + self.bias
+        clipped = np.clip(features, self.low, self.high)
+        z = ((clipped - self.mean) / self.scale) @ self.weights + self.bias
         return 1.0 / (1.0 + np.exp(-np.clip(z, -50, 50)))
 
     def to_json(self) -> str:
@@ -305,6 +315,8 @@ class LinearFusion:
                 "bias": self.bias,
                 "mean": self.mean.tolist(),
                 "scale": self.scale.tolist(),
+                "low": self.low.tolist(),
+                "high": self.high.tolist(),
                 "trained_on": self.trained_on,
             },
             indent=2,
@@ -325,6 +337,8 @@ class LinearFusion:
                 bias=float(raw["bias"]),
                 mean=np.asarray(raw["mean"], dtype=np.float64),
                 scale=np.asarray(raw["scale"], dtype=np.float64),
+                low=np.asarray(raw["low"], dtype=np.float64),
+                high=np.asarray(raw["high"], dtype=np.float64),
                 feature_names=names,
                 trained_on=str(raw.get("trained_on", "")),
             )
@@ -364,6 +378,8 @@ def train_fusion(
     y = np.concatenate(list(labels)).astype(bool) if labels else np.zeros(0, dtype=bool)
     if y.all() or not y.any():
         raise InvalidInput("train_fusion: need both relevant and non-relevant candidates")
+    low, high = np.percentile(x, 1, axis=0), np.percentile(x, 99, axis=0)
+    x = np.clip(x, low, high)
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
@@ -374,5 +390,7 @@ def train_fusion(
         bias=float(model.intercept_[0]),
         mean=mean,
         scale=scale,
+        low=low,
+        high=high,
         trained_on=trained_on,
     )

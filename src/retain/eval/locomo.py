@@ -90,9 +90,11 @@ def collect_pools(
     fusion: LinearFusion | None = None,
     progress: bool = True,
     on_ingest: Callable[[int, float], None] | None = None,
+    search: bool = True,
 ) -> list[QuestionPool]:
-    """Ingest each conversation into a fresh memory, then build every question's candidate pool and
-    run the default search on it (timed). ``on_ingest(turns, seconds)`` receives ingest timings."""
+    """Ingest each conversation into a fresh memory, then build every question's candidate pool and,
+    when ``search``, run the default search on it (timed). ``on_ingest(turns, seconds)`` receives
+    ingest timings."""
     pools: list[QuestionPool] = []
     encoder = encoder_factory()
     bar = tqdm(
@@ -114,7 +116,7 @@ def collect_pools(
             cfg = PRESETS["default"]
             for q in conv.questions:
                 t0 = time.perf_counter()
-                hits = mem.search(q.question, namespace=namespace, k=RANK_DEPTH)
+                hits = mem.search(q.question, namespace=namespace, k=RANK_DEPTH) if search else []
                 elapsed = (time.perf_counter() - t0) * 1000
                 pool = mem._candidates(q.question, namespace, RecordFilter(), cfg)
                 pools.append(
@@ -239,6 +241,6 @@ def fusion_training_pools(
     conversations: Sequence[LocomoConversation], encoder_factory: Callable[[], Encoder], *, progress: bool = True
 ) -> tuple[list[npt.NDArray[np.float64]], list[npt.NDArray[np.bool_]]]:
     """Features and labels of every headline question with evidence, for :func:`train_fusion`."""
-    pools = collect_pools(conversations, encoder_factory, progress=progress)
+    pools = collect_pools(conversations, encoder_factory, progress=progress, search=False)
     kept = [p for p in pools if p.category in HEADLINE_CATEGORIES and p.evidence]
     return [p.features for p in kept], [_labels(p) for p in kept]

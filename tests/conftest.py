@@ -1,0 +1,65 @@
+"""Shared fixtures: every store-level and Memory-level test runs once per storage backend.
+
+A backend joins the suites by adding one ``pytest.param`` to :data:`BACKENDS`: a factory that
+takes pytest's ``tmp_path`` and returns an un-set-up :class:`~retain.store.Store`. A backend that
+needs a server (Postgres) adds its param with a ``skipif`` mark on the missing DSN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from retain.basis import HashingEncoder
+from retain.memory import Memory
+from retain.store import SQLiteStore, Store
+
+StoreFactory = Callable[[Path], Store]
+
+TEST_DIM = 64
+
+
+def _sqlite_memory(tmp_path: Path) -> Store:
+    return SQLiteStore(":memory:")
+
+
+def _sqlite_file(tmp_path: Path) -> Store:
+    return SQLiteStore(tmp_path / "retain.db")
+
+
+BACKENDS = [
+    pytest.param(_sqlite_memory, id="sqlite-memory"),
+    pytest.param(_sqlite_file, id="sqlite-file"),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def make_store(request: pytest.FixtureRequest) -> StoreFactory:
+    """The backend's factory: ``make_store(tmp_path)`` returns a new store, not yet set up."""
+    factory: StoreFactory = request.param
+    return factory
+
+
+@pytest.fixture
+def store(make_store: StoreFactory, tmp_path: Path) -> Iterator[Store]:
+    """A set-up, empty store of each backend; closed after the test."""
+    backend = make_store(tmp_path / "store")
+    backend.setup()
+    yield backend
+    backend.close()
+
+
+@pytest.fixture
+def encoder() -> HashingEncoder:
+    """The deterministic test encoder (never the MiniLM model: tests stay fast and offline)."""
+    return HashingEncoder(TEST_DIM)
+
+
+@pytest.fixture
+def memory(make_store: StoreFactory, tmp_path: Path, encoder: HashingEncoder) -> Iterator[Memory]:
+    """A :class:`Memory` over an empty store of each backend, with ``HashingEncoder(64)``."""
+    mem = Memory(store=make_store(tmp_path / "memory"), encoder=encoder)
+    yield mem
+    mem.close()
