@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
-from retain import classify as classify_module
+import retain.classify as classify_module  # the module, not the function re-exported by retain
 from retain.classify import classify_with_reason
 from retain.record import MemoryType
 

@@ -70,6 +70,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from retain import privacy
 from retain.record import MemoryType
 
 __all__ = ["classify", "classify_with_reason"]
@@ -99,92 +100,15 @@ _ASSISTANT_ROLES = frozenset({"assistant", "agent", "ai", "bot", "model"})
 
 # --- 2. sensitive data -----------------------------------------------------------------------------
 
-_EMAIL = re.compile(r"[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
-_PHONE_INTL = re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,5}\)?){2,6}")
-_PHONE_CUE = re.compile(r"(?:\b(?:phone|mobile|cell|tel|whatsapp)\b|手机号?|电话)\D{0,12}(\d[\d ()-]{6,}\d)", _I)
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_PHONE_CN = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
-_CARD_RUN = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
-_CARD_WORDS = re.compile(r"\b(?:card|credit|debit|visa|mastercard|amex|cvv|cvc|expir\w*|exp)\b|银行卡|信用卡|卡号", _I)
-_TEST_CARDS = re.compile(r"\b(?:test|sandbox|dummy|example)\s+(?:credit\s+)?cards?\b", _I)
-_CVV = re.compile(r"\b(?:cvv2?|cvc2?|csc|security code)\W{0,3}\d{3,4}\b|安全码\D{0,3}\d{3,4}", _I)
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
-_IBAN_CUE = re.compile(r"\bIBAN\b", _I)
-_CN_ID = re.compile(r"(?<!\d)\d{6}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx](?![\dXx])")
-_CN_ID_CUE = re.compile(r"身份证\D{0,8}(?:\d{15}|\d{17}[\dXx])(?![\dXx])")
-_SECRET_RULES = _rules(
-    0,
-    ("openai_key", r"\bsk-(?:proj-)?[A-Za-z0-9_-]{16,}"),
-    ("vendor_key", r"\b(?:[a-z]{2,10}_)?(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}"),
-    ("github_token", r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
-    ("npm_token", r"\bnpm_[A-Za-z0-9]{20,}"),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("aws_key", r"\bAKIA[0-9A-Z]{16}\b"),
-    ("google_key", r"\bAIza[0-9A-Za-z_-]{30,}"),
-    ("jwt", r"\beyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]{8,}"),
-    ("private_key", r"-----BEGIN (?:[A-Z]+ )?PRIVATE KEY-----"),
-    ("assigned_secret", r"(?i:api[_-]?key|secret|auth[_-]?token|access[_-]?token|token)\s*[:=]\s*['\"]?[\w-]{16,}"),
-    ("password", r"(?i:\b(?:password|passwd|pwd|passcode|pin)\b|密码)\s*(?:is\b|:|=|：)?\s*(?=\S{4,})\S*\d\S*"),
-    ("passport", r"(?i:\bpassport\s*(?:number|no\.?|#)?)\s*(?:is\s*)?:?\s*[A-Z]{0,2}\d{6,9}\b"),
-    ("ssn", r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b"),
-)
-
-
-def _luhn_ok(digits: str) -> bool:
-    """Luhn (mod 10) check used by payment-card numbers."""
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
-
-
-def _iban_ok(candidate: str) -> bool:
-    """ISO 13616 check: move the first four characters to the end, letters to numbers, mod 97 == 1."""
-    s = candidate.replace(" ", "")
-    if not 15 <= len(s) <= 34:
-        return False
-    return int("".join(str(int(ch, 36)) for ch in s[4:] + s[:4])) % 97 == 1
-
-
-def _cn_id_ok(candidate: str) -> bool:
-    """Chinese resident id (GB 11643): ISO 7064 MOD 11-2 check character over the first 17 digits."""
-    weights = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
-    total = sum(int(d) * w for d, w in zip(candidate[:17], weights, strict=True))
-    return "10X98765432"[total % 11] == candidate[17].upper()
-
 
 def _sensitive(text: str) -> str | None:
-    """Name of the first sensitive-data detector that fires on ``text``, or None."""
-    if _EMAIL.search(text):
-        return "sensitive:email"
-    for match in _PHONE_INTL.finditer(text):
-        if 8 <= sum(ch.isdigit() for ch in match.group()) <= 15:
-            return "sensitive:phone"
-    for match in _PHONE_CUE.finditer(text):
-        number = match.group(1)
-        if sum(ch.isdigit() for ch in number) >= 8 and not _DATE.search(number):
-            return "sensitive:phone"
-    if _PHONE_CN.search(text):
-        return "sensitive:phone"
-    card_context = _CARD_WORDS.search(text) is not None
-    test_cards = _TEST_CARDS.search(text) is not None
-    for match in () if test_cards else _CARD_RUN.finditer(text):
-        digits = re.sub(r"\D", "", match.group())
-        if _luhn_ok(digits) or (card_context and len(digits) in (15, 16)):
-            return "sensitive:card"
-    if _CVV.search(text):
-        return "sensitive:card"
-    iban_cue = _IBAN_CUE.search(text) is not None
-    for match in _IBAN.finditer(text):
-        if iban_cue or _iban_ok(match.group()):
-            return "sensitive:iban"
-    if _CN_ID_CUE.search(text) or any(_cn_id_ok(m.group()) for m in _CN_ID.finditer(text)):
-        return "sensitive:national_id"
-    name = _first(_SECRET_RULES, text)
-    return None if name is None else f"sensitive:{name}"
+    """``"sensitive:<kind>"`` for the first span :mod:`retain.privacy` finds in ``text``, or None.
+
+    The common path (nothing found) costs one :func:`retain.privacy.contains_sensitive` call.
+    """
+    if not privacy.contains_sensitive(text):
+        return None
+    return f"sensitive:{privacy.detect(text)[0].kind}"
 
 
 # --- 3. role families ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from retain.basis import DEFAULT_ENCODER, Encoder, HashingEncoder, MiniLMEncoder
+from retain.cli_audit import register as register_audit
 from retain.config import Settings
 from retain.errors import RetainError
 
@@ -25,6 +26,9 @@ eval_app = typer.Typer(
     help="Benchmarks: replay a data set into memory and print retrieval figures.", no_args_is_help=True
 )
 app.add_typer(eval_app, name="eval")
+register_audit(app)
+
+ALL_POLICIES = "fifo,lru,random,utility,knapsack,lookahead,oracle"
 
 console = Console(width=None if sys.stdout.isatty() else 140)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
@@ -209,12 +213,21 @@ def eval_locomo(
     loco: Annotated[bool, typer.Option(help="Also report the leave-one-conversation-out fusion.")] = True,
     encoder: EncoderOption = "minilm",
     limit: Annotated[int | None, typer.Option(help="Only the first N conversations (smoke runs).")] = None,
+    budget: Annotated[
+        str | None,
+        typer.Option(help="Also run budgeted memory at these shares of each conversation's turns, e.g. 0.1,0.25,0.5."),
+    ] = None,
+    policy: Annotated[str, typer.Option(help="Budget policies to compare (with --budget).")] = ALL_POLICIES,
 ) -> None:
-    """The main job: replay LoCoMo into memory and score turn-level evidence retrieval."""
+    """The main job: replay LoCoMo into memory and score turn-level evidence retrieval.
+
+    With --budget, each conversation is also streamed into a memory of limited capacity under each
+    --policy, and the questions are asked against what is still hot (EMBER figures and curves)."""
     from retain.eval.datasets import load_locomo, resolve_locomo
-    from retain.eval.locomo import run_locomo
+    from retain.eval.locomo import run_locomo, run_locomo_budgets
     from retain.eval.report import METRICS, write_json, write_locomo_report
 
+    shares, policies = _parse_grid(budget, policy)
     try:
         path = resolve_locomo(data)
         conversations = load_locomo(path)[:limit]
@@ -240,11 +253,94 @@ def eval_locomo(
         f"ingest {first['ingest_turns_per_s']} turns/s (embedding included) · search p50 "
         f"{first['search_ms_p50']} ms, p95 {first['search_ms_p95']} ms (query embedding included)"
     )
+    if shares:
+        budget_runs = run_locomo_budgets(conversations, enc, shares=shares, policies=policies)
+        result["runs"].extend(budget_runs)
+        _print_budget_table(budget_runs, "LoCoMo budgeted memory (headline categories 1-4)")
     md = write_locomo_report(result, report)
     console.print(f"report: {md}")
     if json_out is not None:
         write_json(result, json_out)
         console.print(f"json: {json_out}")
+
+
+@eval_app.command("beam")
+def eval_beam(
+    data: Annotated[
+        Path, typer.Option(help="BEAM tier folder holding chat folders 1, 2, ... (e.g. ../shared/data/beam/100K).")
+    ],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON here.")] = None,
+    report: Annotated[Path, typer.Option(help="Folder for report.md and its charts.")] = Path("reports/beam"),
+    chats: Annotated[str | None, typer.Option(help="Only these chats, e.g. 1,2,3.")] = None,
+    budget: Annotated[
+        str | None, typer.Option(help="Budgets as shares of each chat's messages, e.g. 0.1,0.25,0.5.")
+    ] = None,
+    policy: Annotated[str, typer.Option(help="Budget policies to compare (with --budget).")] = ALL_POLICIES,
+    encoder: EncoderOption = "minilm",
+) -> None:
+    """Replay BEAM chats into memory; evidence retrieval and budgeted hit rates per BEAM category."""
+    from retain.eval.beam import load_beam
+    from retain.eval.beam_runner import run_beam, write_beam_report
+    from retain.eval.report import write_json
+
+    shares, policies = _parse_grid(budget, policy)
+    wanted = [c.strip() for c in chats.split(",")] if chats else None
+    try:
+        loaded = load_beam(data, wanted)
+    except RetainError as exc:
+        _fail(exc)
+        return
+    enc = make_encoder(encoder)
+    err_console.print(f"BEAM: {data} ({len(loaded)} chats), encoder {enc.name}")
+    result = run_beam(
+        loaded, [data / c.chat_id for c in loaded], enc, shares=shares, policies=policies, dataset=f"beam:{data.name}"
+    )
+    _print_budget_table(result["runs"], "BEAM (all scored categories)")
+    cats = Table(title="BEAM full memory by category")
+    for col in ("category", "questions", "recall@5", "recall@10", "hit@10", "mrr"):
+        cats.add_column(col, no_wrap=True)
+    for cat, v in result["runs"][0]["by_category"].items():
+        cats.add_row(cat, str(v["questions"]), *(_cell(v.get(m)) for m in ("recall@5", "recall@10", "hit@10", "mrr")))
+    console.print(cats)
+    console.print(f"report: {write_beam_report(result, report)}")
+    if json_out is not None:
+        write_json(result, json_out)
+        console.print(f"json: {json_out}")
+
+
+def _parse_grid(budget: str | None, policy: str) -> tuple[list[float], list[str]]:
+    from retain.budget import BUDGET_POLICIES
+
+    if budget is None:
+        return [], []
+    try:
+        shares = [float(x) for x in budget.split(",") if x.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(f"--budget: {budget!r} is not a comma-separated list of numbers") from exc
+    if not shares or any(not 0.0 <= x <= 1.0 for x in shares):
+        raise typer.BadParameter("--budget: shares must be numbers in [0, 1]")
+    policies = [p.strip() for p in policy.split(",") if p.strip()]
+    unknown = [p for p in policies if p not in BUDGET_POLICIES | {"oracle"}]
+    if unknown or not policies:
+        raise typer.BadParameter(f"--policy: unknown {unknown}; choose from {ALL_POLICIES}")
+    return shares, policies
+
+
+def _print_budget_table(runs: list[dict[str, object]], title: str) -> None:
+    from retain.eval.report import BUDGET_COLUMNS
+
+    table = Table(title=title)
+    for col in ("policy", "budget", *BUDGET_COLUMNS):
+        table.add_column(col, no_wrap=True)
+    for run in runs:
+        table.add_row(*(str(run["policy"]), str(run["budget"])), *(_cell(run.get(c)) for c in BUDGET_COLUMNS))
+    console.print(table)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -2,8 +2,10 @@
 
 SQLite's ``unicode61`` tokenizer treats a run of Chinese or Japanese characters as one token, so
 "用户喜欢绿茶" would never match "绿茶". Before indexing, :func:`index_terms` rewrites runs of CJK
-characters as overlapping character bigrams (plus unigrams for one-character runs), the standard
-approach of CJK search engines (Lucene's CJKBigramFilter). Latin text is lower-cased words;
+characters as overlapping character bigrams plus the single characters, the standard approach of
+CJK search engines (Lucene's CJKBigramFilter with unigrams kept). Queries use the bigrams of a run
+(the single character when the run is one character long), so "绿茶" matches by its bigram and "猫"
+by its unigram. Latin text is lower-cased words;
 stemming is left to the backend (FTS5 ``porter``).
 """
 
@@ -15,8 +17,9 @@ __all__ = ["STOPWORDS", "index_terms", "query_terms"]
 
 # Han, Hiragana, Katakana, Hangul syllables, CJK punctuation excluded.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
-_CJK_RUN = re.compile(rf"^[{_CJK}]+$")
+_TOKEN = re.compile(rf"([{_CJK}]+)|([^\W_]+)", re.UNICODE)
+_HAS_CJK = re.compile(rf"[{_CJK}]")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 # English function words plus question words: they carry no evidence in a memory query.
 STOPWORDS = frozenset(
@@ -33,23 +36,27 @@ STOPWORDS = frozenset(
 )
 
 
-def _cjk_terms(run: str) -> list[str]:
+def _cjk_terms(run: str, unigrams: bool) -> list[str]:
     if len(run) == 1:
         return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]
+    bigrams = [run[i : i + 2] for i in range(len(run) - 1)]
+    return bigrams + list(run) if unigrams else bigrams
 
 
-def index_terms(text: str) -> list[str]:
-    """Terms to index for ``text``: lower-cased words; CJK runs as character bigrams.
+def index_terms(text: str, *, unigrams: bool = True) -> list[str]:
+    """Terms to index for ``text``: lower-cased words; CJK runs as character bigrams followed by
+    their single characters (``unigrams=False``: bigrams only, the query form).
 
     Returns a list of str in text order (duplicates kept: term frequency matters for BM25).
     """
+    if not _HAS_CJK.search(text):
+        return _WORD.findall(text.lower())
     terms: list[str] = []
-    for tok in _TOKEN.findall(text):
-        if _CJK_RUN.match(tok):
-            terms.extend(_cjk_terms(tok))
+    for cjk, word in _TOKEN.findall(text):
+        if cjk:
+            terms.extend(_cjk_terms(cjk, unigrams))
         else:
-            terms.append(tok.lower())
+            terms.append(word.lower())
     return terms
 
 
@@ -58,7 +65,7 @@ def query_terms(text: str, *, drop_stopwords: bool = True) -> list[str]:
 
     When every term is a stopword the stopwords are kept, so a query is never emptied by cleaning.
     """
-    terms = list(dict.fromkeys(index_terms(text)))
+    terms = list(dict.fromkeys(index_terms(text, unigrams=False)))
     if not drop_stopwords:
         return terms
     kept = [t for t in terms if t not in STOPWORDS]

@@ -12,12 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from retain.basis import Encoder, MiniLMEncoder
+from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, TextTooLong
 from retain.lexical import index_terms, query_terms
 from retain.record import (
@@ -25,6 +26,7 @@ from retain.record import (
     MemoryType,
     Tier,
     new_id,
+    parse_tier,
     parse_type,
     search_text,
     speaker_of,
@@ -43,8 +45,22 @@ from retain.retrieve import (
     mmr,
     rrf,
 )
-from retain.store.base import ALL_RECORDS, HOT_TIERS, AuditEntry, RecordFilter, ScoredId, Store
+from retain.store.base import (
+    ALL_RECORDS,
+    HOT_TIERS,
+    AuditEntry,
+    FindByHash,
+    PutRecords,
+    RecordFilter,
+    RequireCurrent,
+    ScoredId,
+    Store,
+)
+from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from retain.utility import UtilityModel
 
 __all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
 
@@ -70,7 +86,15 @@ class MemoryConfig:
     dedupe: bool = True
     classify: bool = True
 
+    def __post_init__(self) -> None:
+        for name in ("max_record_chars", "max_text_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < MIN_RECORD_CHARS:
+                raise InvalidInput(f"{name}: must be an int >= {MIN_RECORD_CHARS}, got {value!r}")
 
+
+MIN_RECORD_CHARS = 16
+RESERVED_METADATA = frozenset({"split_group", "part", "parts"})
 DEFAULT_CONFIG = MemoryConfig()
 
 
@@ -86,7 +110,7 @@ class NewMemory:
     seq: int | None = None
     segment: str | None = None
     priority: int = 0
-    importance: float = 0.5
+    importance: float | None = None
     pinned: bool = False
     confidence: float = 1.0
     metadata: Mapping[str, Any] = field(default_factory=dict)
@@ -101,6 +125,11 @@ class Memory:
         store: an already constructed :class:`~retain.store.Store` (``path`` is then ignored).
         config: limits and switches (:class:`MemoryConfig`).
         fusion: learned fusion model; default the one shipped with the package.
+        budget: capacity of each namespace's hot memory (:class:`~retain.budget.Budget`); None =
+            unbounded. Records over it move to the archive tier, with an audit entry each.
+        utility: EMBER utility model predicting P(needed later) for new records; it sets
+            ``importance`` when the caller gives none. Default: the shipped learned model when the
+            budget policy ranks by utility, else none (importance 0.5).
 
     Raises:
         EncoderMismatch: the store was built with another encoder (name or dimension).
@@ -121,11 +150,16 @@ class Memory:
         store: Store | None = None,
         config: MemoryConfig = DEFAULT_CONFIG,
         fusion: LinearFusion | None = None,
+        budget: Budget | None = None,
+        utility: UtilityModel | None = None,
     ) -> None:
         self.encoder: Encoder = encoder if encoder is not None else MiniLMEncoder()
         self.store: Store = store if store is not None else SQLiteStore(path)
         self.config = config
+        self.budget = budget
+        self._utility = utility
         self._fusion = fusion
+        self._hot: dict[str, HotSet] = {}
         try:
             self.store.setup()
             self._check_encoder()
@@ -204,7 +238,7 @@ class Memory:
         seq: int | None = None,
         segment: str | None = None,
         priority: int = 0,
-        importance: float = 0.5,
+        importance: float | None = None,
         pinned: bool = False,
         confidence: float = 1.0,
         metadata: Mapping[str, Any] | None = None,
@@ -217,10 +251,15 @@ class Memory:
         the first part is returned. Adding content already current in the namespace stores nothing
         and returns the existing id.
 
+        ``importance`` (0..1) defaults to the utility model's prediction, else 0.5. With a budget,
+        records that no longer fit move to the archive tier (see :class:`~retain.budget.Budget`).
+
         Raises:
             InvalidInput: empty or whitespace-only content, bad namespace, bad field values.
             TextTooLong: content over ``config.max_text_chars`` (or over ``max_record_chars`` with
                 splitting off); the message names the limit.
+            BudgetInfeasible: the namespace's mandatory records (hard constraints, pinned) would no
+                longer fit in the budget; nothing is written.
         """
         item = NewMemory(
             content=content,
@@ -259,13 +298,25 @@ class Memory:
         ids: list[str] = []
         fresh: list[MemoryRecord] = []
         seen: dict[str, str] = {}
+        explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
         for parts in drafts:
             head = parts[0]
             if self.config.dedupe and len(parts) == 1:
                 if head.content_hash in seen:
                     ids.append(seen[head.content_hash])
                     continue
-                existing = self.store.find_by_hash(namespace, head.content_hash)
+                existing = self.store.batch(
+                    [
+                        FindByHash(
+                            namespace,
+                            head.content_hash,
+                            in_context=True,
+                            role=head.role,
+                            segment=head.segment,
+                            seq=head.seq,
+                        )
+                    ]
+                )[0]
                 if existing is not None:
                     ids.append(existing.id)
                     seen[head.content_hash] = existing.id
@@ -275,17 +326,31 @@ class Memory:
             fresh.extend(parts)
         if fresh:
             fresh = self._embed(fresh)
+            fresh = self._score_utility(namespace, fresh, explicit=explicit)
+            moved: list[MemoryRecord] = []
+            evictions: list[AuditEntry] = []
+            if self.budget is not None:
+                fresh, moved, evictions = self._apply_budget(namespace, fresh, actor=actor, trigger="add")
             audit = [
                 AuditEntry(
                     namespace=namespace,
                     op="add",
                     record_id=r.id,
                     actor=actor,
-                    details={"type": r.type.value, "tokens": r.token_count, "tier": r.tier.value},
+                    details={
+                        "type": r.type.value,
+                        "tokens": r.token_count,
+                        "tier": r.tier.value,
+                        "importance": round(r.importance, 6),
+                    },
                 )
                 for r in fresh
             ]
-            self.store.put(fresh, audit)
+            try:
+                self.store.put([*fresh, *moved], [*audit, *evictions])
+            except BaseException:
+                self._hot.pop(namespace, None)
+                raise
         return ids
 
     def _coerce_item(self, item: NewMemory | Mapping[str, Any], index: int) -> NewMemory:
@@ -302,6 +367,29 @@ class Memory:
         content = item.content
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
+        _check_text(content, "content")
+        if not isinstance(item.role, str) or not item.role:
+            raise InvalidInput(f"role: must be a non-empty string, got {item.role!r}")
+        _check_text(item.role, "role")
+        for name in ("source", "segment"):
+            value = getattr(item, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(f"{name}: must be a string or None, got {type(value).__name__}")
+        for name in ("seq", "priority"):
+            value = getattr(item, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**62):
+                raise InvalidInput(f"{name}: must be an int below 2**62 in magnitude, got {value!r}")
+        if not isinstance(item.pinned, bool):
+            raise InvalidInput(f"pinned: must be a bool, got {item.pinned!r}")
+        if not isinstance(item.metadata, Mapping):
+            raise InvalidInput("metadata: must be a mapping")
+        reserved = RESERVED_METADATA & set(item.metadata)
+        if reserved:
+            raise InvalidInput(f"metadata: keys {sorted(reserved)} are reserved for split texts")
+        try:
+            json.dumps(dict(item.metadata), allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InvalidInput(f"metadata: must be JSON-serialisable without NaN/inf ({exc})") from exc
         limit = self.config.max_text_chars
         if len(content) > limit:
             raise TextTooLong(f"content: {len(content):,} characters, limit is {limit:,} (max_text_chars)")
@@ -331,14 +419,122 @@ class Memory:
                     seq=item.seq,
                     segment=item.segment,
                     priority=item.priority,
-                    importance=item.importance,
+                    importance=0.5 if item.importance is None else item.importance,
                     pinned=item.pinned,
-                    tier=Tier.CORE if item.pinned else Tier.DYNAMIC,
+                    tier=Tier.CORE if item.pinned or mtype is MemoryType.HARD_CONSTRAINT else Tier.DYNAMIC,
                     confidence=item.confidence,
                     metadata=meta,
                 )
             )
         return records
+
+    # --- budget and utility ---------------------------------------------------------------
+
+    @property
+    def utility(self) -> UtilityModel | None:
+        """The utility model in use (the shipped learned model is loaded on first need)."""
+        if self._utility is None and self.budget is not None and self.budget.needs_utility:
+            from retain.utility import LearnedUtility
+
+            self._utility = LearnedUtility.load()
+        return self._utility
+
+    def _score_utility(self, namespace: str, records: list[MemoryRecord], *, explicit: set[str]) -> list[MemoryRecord]:
+        """Set ``importance`` = predicted utility on records whose caller gave none."""
+        model = self.utility
+        todo = [
+            i
+            for i, r in enumerate(records)
+            if r.id not in explicit and r.metadata.get("split_group", r.id) not in explicit
+        ]
+        if model is None or not todo:
+            return records
+        from retain.utility import UtilityContext, check_scores
+
+        hot = self._hot.get(namespace)
+        mean_tokens = hot.mean_tokens if hot is not None else None
+        contexts = []
+        previous: MemoryRecord | None = None
+        for i in todo:
+            rec = records[i]
+            if previous is None or previous.seq is None or rec.seq != previous.seq + 1:
+                previous = self._predecessor(rec)
+            held = self._nearest_held(namespace, rec)
+            contexts.append(UtilityContext(held=held, previous=previous, mean_length=mean_tokens))
+            previous = rec
+        scores = check_scores(model.score([records[i] for i in todo], contexts), getattr(model, "name", "?"), len(todo))
+        out = list(records)
+        for i, score in zip(todo, scores, strict=True):
+            out[i] = records[i].evolve(importance=float(score))
+        return out
+
+    def _predecessor(self, record: MemoryRecord) -> MemoryRecord | None:
+        if record.seq is None or record.seq == 0:
+            return None
+        flt = RecordFilter(tiers=None, seqs=(record.seq - 1,))
+        found = [r for r in self.store.list_records(record.namespace, flt) if r.segment == record.segment]
+        return found[0] if found else None
+
+    def _nearest_held(self, namespace: str, record: MemoryRecord, k: int = 5) -> npt.NDArray[np.float32]:
+        """(<=k, d) embeddings of the hot records closest to ``record`` (novelty context)."""
+        dim = self.encoder.dim
+        if record.embedding is None:
+            return np.zeros((0, dim), dtype=np.float32)
+        near = self.store.search_vector(namespace, record.embedding, RecordFilter(), limit=k)
+        held = [r.embedding for r in self.store.get(namespace, [h.id for h in near]) if r.embedding is not None]
+        return np.stack(held).astype(np.float32) if held else np.zeros((0, dim), dtype=np.float32)
+
+    def _hotset(self, namespace: str, exclude: frozenset[str] = frozenset()) -> tuple[HotSet, list[str]]:
+        """The namespace's retention state, rebuilt from the store when missing, stale (another
+        process changed the hot set) or when ``exclude`` names records leaving it.
+
+        Returns the state and the ids a rebuild evicted (the budget may have shrunk since).
+        """
+        assert self.budget is not None
+        hot = self._hot.get(namespace)
+        if not exclude and hot is not None and len(hot.hot) == self.store.count(namespace, RecordFilter()):
+            return hot, []
+        hot = HotSet(self.budget, self.encoder.dim)
+        evicted: list[str] = []
+        current = [
+            r for r in self.store.list_records(namespace, RecordFilter(), order="created") if r.id not in exclude
+        ]
+        for i, rec in enumerate(current):
+            evicted.extend(hot.ids[j] for j in hot.offer(rec, at=float(i)))
+        self._hot[namespace] = hot
+        return hot, evicted
+
+    def _apply_budget(
+        self,
+        namespace: str,
+        fresh: list[MemoryRecord],
+        *,
+        actor: str,
+        trigger: str,
+        exclude: frozenset[str] = frozenset(),
+    ) -> tuple[list[MemoryRecord], list[MemoryRecord], list[AuditEntry]]:
+        """Offer ``fresh`` to the namespace's hot set; returns (fresh with tiers set, existing
+        records moved to the archive, eviction audit entries)."""
+        try:
+            hot, rebuilt_out = self._hotset(namespace, exclude)
+            start = len(hot.ids)
+            fresh = [r.evolve(tier=Tier.CORE) if is_mandatory(r) else r for r in fresh]
+            victims: list[int] = []
+            for offset, rec in enumerate(fresh):
+                victims.extend(hot.offer(rec, at=float(start + offset)))
+        except BaseException:
+            self._hot.pop(namespace, None)
+            raise
+        fresh_ids = {r.id for r in fresh}
+        out = [r if r.id in hot.hot else r.evolve(tier=Tier.ARCHIVE) for r in fresh]
+        leaving = [hot.ids[j] for j in victims if hot.ids[j] not in fresh_ids] + rebuilt_out
+        moved = [r.evolve(tier=Tier.ARCHIVE) for r in self.store.get(namespace, leaving)]
+        entries = eviction_entries(hot, namespace, victims, actor=actor, trigger=trigger)
+        entries += [
+            AuditEntry(namespace, "evict", rid, f"policy:{hot.budget.policy}", "budget shrank", hot.budget.policy)
+            for rid in rebuilt_out
+        ]
+        return out, moved, entries
 
     def _classify(self, content: str, role: str) -> MemoryType:
         if not self.config.classify:
@@ -375,6 +571,7 @@ class Memory:
         Raises:
             RecordNotFound: no current record ``id`` in ``namespace``.
             InvalidInput: empty content, unknown field, or ``id`` is already superseded.
+            BudgetInfeasible: with a budget, the new version is mandatory and does not fit.
         """
         old = self.get(id, namespace=namespace)
         if not old.is_current:
@@ -390,11 +587,12 @@ class Memory:
                 f"content: {len(content):,} characters, limit for an update is {self.config.max_record_chars:,}"
             )
         pinned = fields.get("pinned", old.pinned)
+        new_type = parse_type(fields.get("type", old.type))
         new = MemoryRecord(
             id=new_id(),
             namespace=namespace,
             content=content,
-            type=parse_type(fields.get("type", old.type)),
+            type=new_type,
             role=fields.get("role", old.role),
             source=old.source,
             event_time=fields.get("event_time", old.event_time),
@@ -403,20 +601,36 @@ class Memory:
             priority=fields.get("priority", old.priority),
             importance=fields.get("importance", old.importance),
             pinned=pinned,
-            tier=Tier.CORE if pinned else old.tier,
+            tier=Tier.CORE if pinned or new_type is MemoryType.HARD_CONSTRAINT else Tier.DYNAMIC,
             confidence=fields.get("confidence", old.confidence),
             supersedes=old.id,
             metadata=fields.get("metadata", old.metadata),
         )
         (new,) = self._embed([new])
         retired = old.evolve(superseded_by=new.id)
-        self.store.put(
-            [retired, new],
-            [
-                AuditEntry(namespace, "supersede", old.id, actor, reason, details={"superseded_by": new.id}),
-                AuditEntry(namespace, "update", new.id, actor, reason, details={"supersedes": old.id}),
-            ],
-        )
+        moved: list[MemoryRecord] = []
+        evictions: list[AuditEntry] = []
+        if self.budget is not None:  # the new version is checked against the budget like an add
+            self._hot.pop(namespace, None)
+            (new,), moved, evictions = self._apply_budget(
+                namespace, [new], actor=actor, trigger="update", exclude=frozenset({old.id})
+            )
+        audit = [
+            AuditEntry(namespace, "supersede", old.id, actor, reason, details={"superseded_by": new.id}),
+            AuditEntry(namespace, "update", new.id, actor, reason, details={"supersedes": old.id}),
+            *evictions,
+        ]
+        try:  # RequireCurrent re-checks inside the write transaction: a concurrent update loses cleanly
+            self.store.batch(
+                [
+                    RequireCurrent(namespace, old.id),
+                    PutRecords((retired, new, *moved)),
+                    *(_AppendAudit(a) for a in audit),
+                ]
+            )
+        except BaseException:
+            self._hot.pop(namespace, None)
+            raise
         return new.id
 
     def delete(self, id: str, *, namespace: str, actor: str = "user", reason: str = "") -> int:
@@ -431,11 +645,16 @@ class Memory:
         record = self.get(id, namespace=namespace)
         family = self._family(record)
         audit = [AuditEntry(namespace, "delete", rid, actor, reason) for rid in family]
+        self._hot.pop(namespace, None)
         return self.store.delete(namespace, family, audit)
 
     def _family(self, record: MemoryRecord) -> list[str]:
         """Ids of every version and split part connected to ``record``."""
         everything = {r.id: r for r in self.store.list_records(record.namespace, ALL_RECORDS)}
+        successors: dict[str, list[str]] = {}
+        for r in everything.values():
+            if r.supersedes:
+                successors.setdefault(r.supersedes, []).append(r.id)
         family, stack = set(), [record.id]
         while stack:
             rid = stack.pop()
@@ -444,6 +663,7 @@ class Memory:
             family.add(rid)
             rec = everything[rid]
             stack.extend(x for x in (rec.supersedes, rec.superseded_by) if x)
+            stack.extend(successors.get(rid, ()))
             group = rec.metadata.get("split_group")
             if group:
                 stack.extend(r.id for r in everything.values() if r.metadata.get("split_group") == group)
@@ -453,6 +673,7 @@ class Memory:
         """Purge every memory of ``namespace`` (that namespace only). Returns the number purged."""
         validate_namespace(namespace)
         audit = [AuditEntry(namespace, "delete_all", None, actor, reason)]
+        self._hot.pop(namespace, None)
         return self.store.delete_namespace(namespace, audit)
 
     # --- reads ----------------------------------------------------------------------------
@@ -523,14 +744,21 @@ class Memory:
         validate_namespace(namespace)
         if not isinstance(query, str):
             raise InvalidInput("query: must be a string")
-        if not isinstance(k, int) or k < 1:
+        _check_text(query, "query")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInput("k: must be an int >= 1")
+        if threshold is not None and (not isinstance(threshold, int | float) or threshold != threshold):
+            raise InvalidInput(f"threshold: must be a number, got {threshold!r}")
         cfg = self._config(config, threshold, mmr_lambda)
         if not query.strip():
             return []
+        if isinstance(types, str):
+            types = [types]
+        if isinstance(tiers, str):
+            tiers = [tiers]
         flt = RecordFilter(
-            types=None if types is None else tuple(MemoryType(t) for t in types),
-            tiers=HOT_TIERS if tiers is None else tuple(Tier(t) for t in tiers),
+            types=None if types is None else tuple(parse_type(t) for t in types),
+            tiers=HOT_TIERS if tiers is None else tuple(parse_tier(t) for t in tiers),
             start=utc(start, field_name="start"),
             end=utc(end, field_name="end"),
             include_superseded=include_superseded,
@@ -561,6 +789,8 @@ class Memory:
         return hits
 
     def _config(self, config: SearchConfig | str, threshold: float | None, mmr_lambda: float | None) -> SearchConfig:
+        if not isinstance(config, SearchConfig | str):
+            raise InvalidInput(f"config: a SearchConfig or a preset name, got {type(config).__name__}")
         if isinstance(config, str):
             if config not in PRESETS:
                 raise InvalidInput(f"config: unknown preset {config!r}; one of {sorted(PRESETS)}")
@@ -590,10 +820,15 @@ class Memory:
         records = self.store.get(namespace, ids)
         via_neighbor = [False] * len(records)
         if cfg.neighbors and records:
-            seqs = {r.seq + d for r in records if r.seq is not None for d in (-1, 1) if r.seq + d >= 0}
+            wanted = {(r.segment, r.seq + d) for r in records if r.seq is not None for d in (-1, 1) if r.seq + d >= 0}
+            seqs = {seq for _, seq in wanted}
             known = {r.id for r in records}
             if seqs:
-                extra = [r for r in self.store.list_records(namespace, _with_seqs(flt, seqs)) if r.id not in known]
+                extra = [
+                    r
+                    for r in self.store.list_records(namespace, _with_seqs(flt, seqs))
+                    if r.id not in known and (r.segment, r.seq) in wanted
+                ]
                 records.extend(extra)
                 via_neighbor.extend([True] * len(extra))
         return _Pool.build(
@@ -648,6 +883,14 @@ class Memory:
         }
 
 
+def _check_text(text: str, name: str) -> None:
+    """Refuse text that cannot be stored as UTF-8 (lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{name}: not valid Unicode text (lone surrogate at index {exc.start})") from exc
+
+
 def _with_seqs(flt: RecordFilter, seqs: Iterable[int]) -> RecordFilter:
     from dataclasses import replace
 
@@ -670,11 +913,14 @@ def split_text(text: str, limit: int) -> list[str]:
             cut = space + 1 if space > limit // 2 else limit
         pieces.append(rest[:cut])
         rest = rest[cut:]
-    if rest.strip() or not pieces:
-        pieces.append(rest)
-    else:
-        pieces[-1] += rest
-    return pieces
+    pieces.append(rest)
+    merged: list[str] = []
+    for piece in pieces:  # a whitespace-only piece joins its predecessor (or the next piece)
+        if merged and (not piece.strip() or not merged[-1].strip()):
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    return merged
 
 
 _WORD_RE = re.compile(r"\w+", re.UNICODE)

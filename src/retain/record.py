@@ -31,6 +31,7 @@ __all__ = [
     "content_hash",
     "new_id",
     "normalize_text",
+    "parse_tier",
     "parse_type",
     "search_text",
     "speaker_of",
@@ -127,10 +128,15 @@ def validate_namespace(namespace: object) -> str:
     """Return ``namespace`` if it is a usable namespace string.
 
     Raises:
-        InvalidInput: not a string, empty, over 256 characters, or containing control characters.
+        InvalidInput: not a string, empty, over 256 characters, not valid Unicode (lone
+            surrogates), or containing control characters.
     """
     if not isinstance(namespace, str) or not namespace.strip():
         raise InvalidInput("namespace: required, a non-empty string")
+    try:
+        namespace.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput("namespace: not valid Unicode text (lone surrogate)") from exc
     if len(namespace) > MAX_NAMESPACE_CHARS:
         raise InvalidInput(f"namespace: {len(namespace)} characters, limit is {MAX_NAMESPACE_CHARS}")
     if any(unicodedata.category(ch) == "Cc" for ch in namespace):
@@ -291,6 +297,16 @@ def parse_type(value: MemoryType | str) -> MemoryType:
         InvalidInput: not one of the ten type names.
     """
     result: MemoryType = _coerce_enum(MemoryType, value, "type")
+    return result
+
+
+def parse_tier(value: Tier | str) -> Tier:
+    """``value`` as a :class:`Tier`.
+
+    Raises:
+        InvalidInput: not core, dynamic or archive.
+    """
+    result: Tier = _coerce_enum(Tier, value, "tier")
     return result
 
 

@@ -26,8 +26,10 @@ import numpy.typing as npt
 from tqdm import tqdm
 
 from retain.basis import Encoder
+from retain.errors import DatasetUnavailable
 from retain.eval.datasets import LocomoConversation
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k, reciprocal_rank
+from retain.eval.streams import Stream, StreamQuestion
 from retain.memory import Memory, NewMemory
 from retain.retrieve import PRESETS, LinearFusion, train_fusion
 from retain.store.base import RecordFilter
@@ -53,12 +55,15 @@ class QuestionPool:
     search_ms: float = 0.0
 
 
-def ingest(mem: Memory, conv: LocomoConversation, namespace: str) -> dict[str, str]:
-    """Stream ``conv`` into ``mem`` session by session; returns record id -> dia id."""
+def session_items(conv: LocomoConversation) -> dict[int, list[NewMemory]]:
+    """The turns of ``conv`` as :class:`NewMemory` items grouped by session, in order.
+
+    Each keeps its speaker, image caption, dia id (also as ``evidence_id``), session date as
+    event time, position (``seq``) and session (``segment``).
+    """
     by_session: dict[int, list[NewMemory]] = {}
-    order: list[str] = []
     for seq, turn in enumerate(conv.turns):
-        meta: dict[str, Any] = {"speaker": turn.speaker, "dia_id": turn.dia_id}
+        meta: dict[str, Any] = {"speaker": turn.speaker, "dia_id": turn.dia_id, "evidence_id": turn.dia_id}
         if turn.caption:
             meta["caption"] = turn.caption
         by_session.setdefault(turn.session, []).append(
@@ -73,7 +78,19 @@ def ingest(mem: Memory, conv: LocomoConversation, namespace: str) -> dict[str, s
                 metadata=meta,
             )
         )
-        order.append(turn.dia_id)
+    return by_session
+
+
+def locomo_stream(conv: LocomoConversation) -> Stream:
+    """``conv`` as a :class:`~retain.eval.streams.Stream` for budgeted replays."""
+    by_session = session_items(conv)
+    questions = tuple(StreamQuestion(q.question, str(q.category), q.evidence) for q in conv.questions)
+    return Stream(conv.sample_id, tuple(tuple(by_session[s]) for s in sorted(by_session)), questions)
+
+
+def ingest(mem: Memory, conv: LocomoConversation, namespace: str) -> dict[str, str]:
+    """Stream ``conv`` into ``mem`` session by session; returns record id -> dia id."""
+    by_session = session_items(conv)
     id_to_dia: dict[str, str] = {}
     for session in sorted(by_session):
         items = by_session[session]
@@ -208,6 +225,8 @@ def run_locomo(
         ingest_turns += turns
         ingest_seconds += seconds
 
+    if not any(q.evidence for c in conversations for q in c.questions):
+        raise DatasetUnavailable("LoCoMo data has no question with resolvable evidence: nothing to score")
     pools = collect_pools(conversations, encoder_factory, progress=progress, on_ingest=on_ingest)
     latency = latency_summary([p.search_ms for p in pools])
     timing = {
@@ -244,3 +263,40 @@ def fusion_training_pools(
     pools = collect_pools(conversations, encoder_factory, progress=progress, search=False)
     kept = [p for p in pools if p.category in HEADLINE_CATEGORIES and p.evidence]
     return [p.features for p in kept], [_labels(p) for p in kept]
+
+
+def loco_utility_models(conversations: Sequence[LocomoConversation], encoder: Encoder) -> dict[str, Any]:
+    """One learned utility model per conversation, trained on the other conversations only."""
+    from retain.utility import locomo_traces, train_utility
+
+    traces = locomo_traces(conversations, encoder)
+    return {
+        conv.sample_id: train_utility([t for j, t in enumerate(traces) if j != i])
+        for i, conv in enumerate(conversations)
+    }
+
+
+def run_locomo_budgets(
+    conversations: Sequence[LocomoConversation],
+    encoder: Encoder,
+    *,
+    shares: Sequence[float],
+    policies: Sequence[str],
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Budgeted runs: each conversation streamed with capacity = share x its turns (records),
+    questions asked against the hot memory; learned utility evaluated leave-one-conversation-out."""
+    from retain.eval.streams import CachingEncoder, run_budget_grid
+
+    cached = CachingEncoder(encoder)
+    models = loco_utility_models(conversations, cached)
+    return run_budget_grid(
+        [locomo_stream(c) for c in conversations],
+        cached,
+        shares=shares,
+        policies=policies,
+        utility_for=models.__getitem__,
+        headline=[str(c) for c in HEADLINE_CATEGORIES],
+        k_max=RANK_DEPTH,
+        progress=progress,
+    )

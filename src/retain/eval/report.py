@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["METRICS", "markdown_table", "write_json", "write_locomo_report"]
+__all__ = [
+    "BUDGET_COLUMNS",
+    "METRICS",
+    "budget_curve",
+    "budget_section",
+    "markdown_table",
+    "write_json",
+    "write_locomo_report",
+]
 
 METRICS = ("recall@5", "recall@10", "hit@5", "hit@10", "mrr")
 
@@ -41,7 +49,7 @@ def _bar_chart(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = [r for r in report["runs"] if r.get("budget", 1.0) == 1.0]
+    runs = [r for r in report["runs"] if r.get("budget", 1.0) == 1.0 and "retriever" in r]
     categories = sorted({c for r in runs for c in r["by_category"]}, key=int)
     width = 0.8 / max(1, len(runs))
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -60,15 +68,71 @@ def _bar_chart(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+BUDGET_COLUMNS = (
+    "hit_rate",
+    "recall@10",
+    "hit@5",
+    "mrr",
+    "utility_density",
+    "evictions",
+    "decision_ms_p50",
+    "decision_ms_p95",
+)
+
+
+def budget_curve(runs: Sequence[dict[str, Any]], path: Path, title: str) -> None:
+    """Budget-performance curves: hit rate and recall@10 against budget, one line per policy (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for policy in dict.fromkeys(r["policy"] for r in runs):
+        mine = sorted((r for r in runs if r["policy"] == policy), key=lambda r: r["budget"])
+        xs = [r["budget"] for r in mine]
+        axes[0].plot(xs, [r["hit_rate"] or 0.0 for r in mine], marker="o", label=policy)
+        axes[1].plot(xs, [r["recall@10"] or 0.0 for r in mine], marker="o", label=policy)
+    for ax, name in zip(axes, ("hit rate (evidence held)", "recall@10 (hot memory)"), strict=True):
+        ax.set_xlabel("budget (share of turns)")
+        ax.set_ylabel(name)
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def budget_section(runs: Sequence[dict[str, Any]], chart: Path) -> list[str]:
+    """Markdown lines: the budget table and the curve."""
+    rows = [[r["policy"], r["budget"], *(r.get(c) for c in BUDGET_COLUMNS)] for r in runs]
+    return [
+        "## Budgeted memory (EMBER)",
+        "",
+        "Capacity = budget x the conversation's turns (records); questions asked against the hot memory. "
+        "Learned utility evaluated leave-one-conversation-out.",
+        "",
+        markdown_table(["policy", "budget", *BUDGET_COLUMNS], rows),
+        "",
+        f"![budget-performance curves]({chart.name})",
+        "",
+    ]
+
+
 def write_locomo_report(report: dict[str, Any], directory: str | Path) -> Path:
-    """Write ``report.md`` and ``recall_by_category.png`` into ``directory``; returns the .md path."""
+    """Write ``report.md`` and ``recall_by_category.png`` (and ``budget_curves.png`` when there are
+    budgeted runs) into ``directory``; returns the .md path."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     chart = out / "recall_by_category.png"
     _bar_chart(report, chart)
+    full_runs = [r for r in report["runs"] if r.get("budget", 1.0) == 1.0 and "retriever" in r]
+    budget_runs = [r for r in report["runs"] if r not in full_runs]
     rows = [
         [r.get("retriever", ""), r["policy"], r["budget"], *(r.get(m) for m in METRICS), r.get("questions")]
-        for r in report["runs"]
+        for r in full_runs
     ]
     parts = [
         f"# {report['dataset']} evaluation",
@@ -79,7 +143,7 @@ def write_locomo_report(report: dict[str, Any], directory: str | Path) -> Path:
         markdown_table(["retriever", "policy", "budget", *METRICS, "questions"], rows),
         "",
     ]
-    for run in report["runs"]:
+    for run in full_runs:
         parts.append(f"## {run.get('retriever', run['policy'])} (budget {run['budget']}) by category")
         parts.append("")
         cat_rows = [[c, v["name"], v["questions"], *(v.get(m) for m in METRICS)] for c, v in run["by_category"].items()]
@@ -91,6 +155,10 @@ def write_locomo_report(report: dict[str, Any], directory: str | Path) -> Path:
         f"{timing.get('search_ms_p50')} ms, p95 {timing.get('search_ms_p95')} ms (query embedding included)."
     )
     parts += ["", f"![recall@10 by category]({chart.name})", ""]
+    if budget_runs:
+        curves = out / "budget_curves.png"
+        budget_curve(budget_runs, curves, f"{report['dataset']}: budget-performance")
+        parts += budget_section(budget_runs, curves)
     path = out / "report.md"
     path.write_text("\n".join(parts), encoding="utf-8")
     return path

@@ -40,6 +40,7 @@ __all__ = [
     "PutRecords",
     "ReadAudit",
     "RecordFilter",
+    "RequireCurrent",
     "ScoredId",
     "Store",
     "VectorSearch",
@@ -124,10 +125,30 @@ class GetRecords:
 
 @dataclass(frozen=True, slots=True)
 class FindByHash:
-    """Result: the oldest current record with that content hash, or None."""
+    """Result: the oldest current record with that content hash, or None.
+
+    With ``in_context`` the record must also have the same ``role``, ``segment`` and ``seq`` (None
+    matches None): the same words said by someone else, or at another point of a stream, are not
+    a duplicate.
+    """
 
     namespace: str
     content_hash: str
+    in_context: bool = False
+    role: str | None = None
+    segment: str | None = None
+    seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequireCurrent:
+    """Fail the whole batch unless record ``id`` exists in ``namespace`` and is current (not
+    superseded). Guards read-modify-write sequences (``update``) against a concurrent writer.
+
+    Result: None. Raises InvalidInput (superseded) or RecordNotFound (absent)."""
+
+    namespace: str
+    id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +235,7 @@ Op = (
     PutRecords
     | GetRecords
     | FindByHash
+    | RequireCurrent
     | ListRecords
     | CountRecords
     | LexicalSearch

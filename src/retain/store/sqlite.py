@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from retain.errors import InvalidInput, SchemaError
+from retain.errors import InvalidInput, RecordNotFound, SchemaError
 from retain.lexical import index_terms
 from retain.record import MemoryRecord, MemoryType, Tier, search_text, utcnow
 from retain.store.base import (
@@ -43,6 +43,7 @@ from retain.store.base import (
     PutRecords,
     ReadAudit,
     RecordFilter,
+    RequireCurrent,
     ScoredId,
     Store,
     VectorSearch,
@@ -168,10 +169,10 @@ class _VectorCache:
             keep &= np.isin(self.seqs, list(flt.seqs))
         if not flt.include_superseded:
             keep &= self.current
-        if flt.start is not None:
-            keep &= self.event_us >= flt.start.timestamp() * 1_000_000  # NaN compares False: unknown drop out
+        if flt.start is not None:  # NaN compares False: records with unknown times drop out
+            keep &= self.event_us >= float(_to_us(flt.start) or 0)
         if flt.end is not None:
-            keep &= self.event_us < flt.end.timestamp() * 1_000_000
+            keep &= self.event_us < float(_to_us(flt.end) or 0)
         return keep
 
 
@@ -307,11 +308,14 @@ class SQLiteStore(Store):
 
     def _checkpoint(self) -> None:
         """Fold the WAL back so purged content does not linger in it (best effort)."""
-        try:
-            with self._lock:
+        with self._lock:
+            self._conn.execute("PRAGMA busy_timeout = 0")  # never wait: a reader may hold the WAL
+            try:
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.OperationalError:  # pragma: no cover - another process holds it
-            pass
+            except sqlite3.OperationalError:  # pragma: no cover - another connection is mid-write
+                pass
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     # --- handlers -------------------------------------------------------------------------
 
@@ -370,12 +374,22 @@ class SQLiteStore(Store):
         return [by_id[i] for i in op.ids if i in by_id]
 
     def _find_by_hash(self, op: FindByHash) -> MemoryRecord | None:
-        row = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM records WHERE namespace = ? AND content_hash = ? "
-            "AND superseded_by IS NULL ORDER BY rowid LIMIT 1",
-            (op.namespace, op.content_hash),
-        ).fetchone()
+        sql = f"SELECT {_COLUMNS} FROM records WHERE namespace = ? AND content_hash = ? AND superseded_by IS NULL"
+        params: tuple[Any, ...] = (op.namespace, op.content_hash)
+        if op.in_context:
+            sql += " AND role IS ? AND segment IS ? AND seq IS ?"
+            params += (op.role, op.segment, op.seq)
+        row = self._conn.execute(sql + " ORDER BY rowid LIMIT 1", params).fetchone()
         return None if row is None else _row_to_record(row)
+
+    def _require_current(self, op: RequireCurrent) -> None:
+        row = self._conn.execute(
+            "SELECT superseded_by FROM records WHERE namespace = ? AND id = ?", (op.namespace, op.id)
+        ).fetchone()
+        if row is None:
+            raise RecordNotFound(f"no record {op.id!r} in namespace {op.namespace!r}")
+        if row[0] is not None:
+            raise InvalidInput(f"id {op.id} was superseded by {row[0]} meanwhile; update the current version")
 
     def _list(self, op: ListRecords) -> list[MemoryRecord]:
         where, params = _where(op.namespace, op.filter)
@@ -553,6 +567,7 @@ _HANDLERS: dict[type, Any] = {
     PutRecords: SQLiteStore._put,
     GetRecords: SQLiteStore._get,
     FindByHash: SQLiteStore._find_by_hash,
+    RequireCurrent: SQLiteStore._require_current,
     ListRecords: SQLiteStore._list,
     CountRecords: SQLiteStore._count,
     LexicalSearch: SQLiteStore._lexical,

@@ -1,0 +1,132 @@
+"""Recall and false alarms of the sensitive-data detector (:mod:`retain.privacy`) on scenario files.
+
+Reads every ``*.json`` scenario (format ``retain-scenario/1``) under ``--data`` and runs
+:func:`retain.privacy.detect` on each event's ``text`` (``gold`` is only used for scoring). Prints:
+
+- recall: share of events with ``gold.type == "sensitive"`` in which anything is detected, and the
+  misses;
+- false-positive rate: share of all other events in which anything is detected, and each one with
+  what fired (kind, detector, the span). An event labelled with another type can still hold real
+  personal data (a tool call that passes the user's phone number on): those are listed too, for a
+  reader to judge, and counted as false positives all the same;
+- what fired on the sensitive events, per kind and detector, and how many of them the library
+  detectors find without this package's own rules (``cue:``, ``pattern:``, ``prefix:``); the
+  scenarios' card numbers, IBAN and resident id fail their checksums, so the cue rules carry them;
+- time per event (microseconds, after a warm-up that loads the detector libraries).
+
+Usage::
+
+    .venv/bin/python benchmarks/privacy_recall.py [--data DIR]
+
+``--data`` defaults to ``../shared/scenarios`` relative to the repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from retain.privacy import Finding, detect
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO_ROOT.parent / "shared" / "scenarios"
+RECALL_TARGET = 0.95
+SPAN_CHARS = 40
+LIBRARY_DETECTORS = ("stdnum", "phonenumbers", "detect_secrets", "ipaddress")
+
+
+@dataclass(frozen=True)
+class Event:
+    scenario: str
+    id: str
+    role: str
+    gold: str
+    text: str
+
+
+def load_events(data: Path) -> list[Event]:
+    """All events of every scenario file under ``data``, in file then event order."""
+    events: list[Event] = []
+    for path in sorted(data.glob("*.json")):
+        scenario = json.loads(path.read_text(encoding="utf-8"))
+        for event in scenario.get("events", []):
+            events.append(
+                Event(scenario["id"], event["id"], event.get("role", ""), event["gold"]["type"], event["text"])
+            )
+    return events
+
+
+def _describe(text: str, findings: list[Finding]) -> str:
+    parts = []
+    for f in findings:
+        span = text[f.start : f.end]
+        span = span if len(span) <= SPAN_CHARS else span[: SPAN_CHARS - 3] + "..."
+        parts.append(f"{f.kind} via {f.detector}: {span!r}")
+    return "; ".join(parts)
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 3] + "..."
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of scenario *.json files")
+    args = parser.parse_args(argv)
+    if not args.data.is_dir():
+        print(f"--data: no such folder: {args.data}", file=sys.stderr)
+        return 2
+    events = load_events(args.data)
+    if not events:
+        print(f"--data: no scenario events under {args.data}", file=sys.stderr)
+        return 2
+
+    detect("warm-up: sk-test-ABC123 +44 20 7946 0958 4111 1111 1111 1111 password=Tulip#2024")
+    started = time.perf_counter()
+    results = [(event, detect(event.text)) for event in events]
+    elapsed = time.perf_counter() - started
+
+    sensitive = [(e, f) for e, f in results if e.gold == "sensitive"]
+    others = [(e, f) for e, f in results if e.gold != "sensitive"]
+    hits = [(e, f) for e, f in sensitive if f]
+    misses = [e for e, f in sensitive if not f]
+    false_positives = [(e, f) for e, f in others if f]
+    recall = len(hits) / len(sensitive) if sensitive else float("nan")
+    fp_rate = len(false_positives) / len(others) if others else float("nan")
+
+    print(f"data: {args.data}  ({len(events)} events in {len({e.scenario for e in events})} scenarios)")
+    print(f"recall on sensitive events: {recall:.3f}  ({len(hits)}/{len(sensitive)}; target >= {RECALL_TARGET})")
+    library_only = [e for e, f in sensitive if any(x.detector.startswith(LIBRARY_DETECTORS) for x in f)]
+    print(
+        f"  of which found by a library detector (stdnum, phonenumbers, detect-secrets, ipaddress), "
+        f"without the cue:, pattern: and prefix: rules: {len(library_only)}/{len(sensitive)}"
+    )
+    print(f"false-positive rate on other events: {fp_rate:.4f}  ({len(false_positives)}/{len(others)})")
+    print(f"time: {elapsed / len(events) * 1e6:.0f} us per event (mean, {sum(len(e.text) for e in events)} chars)")
+
+    print(f"\nmisses ({len(misses)}):")
+    for event in misses:
+        print(f"  {event.scenario} {event.id} [{event.role}] {_clip(event.text)!r}")
+
+    print(f"\nfalse positives ({len(false_positives)}):")
+    for event, findings in false_positives:
+        print(f"  {event.scenario} {event.id} [{event.role}, gold {event.gold}] {_describe(event.text, findings)}")
+        print(f"      {_clip(event.text)!r}")
+
+    print("\nwhat fired on the sensitive events:")
+    for event, findings in sensitive:
+        print(f"  {event.scenario} {event.id}: {_describe(event.text, findings) or '-'}")
+    per_detector = Counter(f"{f.kind} via {f.detector}" for _, findings in sensitive for f in findings)
+    for name, count in per_detector.most_common():
+        print(f"  {count:3d}  {name}")
+    return 0 if recall >= RECALL_TARGET else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

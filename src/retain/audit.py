@@ -1,0 +1,496 @@
+"""Audit: verify the hash-chained audit log, and snapshot / diff what a namespace holds.
+
+The audit log (:class:`retain.store.AuditEntry`) is append-only and hash-chained. Entry ``n`` stores
+``prev_hash`` = the ``hash`` of entry ``n - 1`` (:data:`GENESIS_HASH` for entry 1) and ``hash`` =
+:func:`~retain.store.sqlite.audit_hash` (sha256) over ``prev_hash`` and the canonical JSON of its
+eight fields :data:`HASHED_FIELDS`. :func:`verify_chain` recomputes every hash and checks every
+link and sequence number; :func:`verify_store` does it for a whole store.
+
+What a hash chain can and cannot show:
+
+* a changed, removed, inserted or reordered entry, or a details column that is not JSON, is found,
+  and ``first_bad_seq`` names the earliest entry that cannot be trusted;
+* removing the *newest* entries leaves a shorter chain that is still valid: only a counter kept
+  outside the rows catches it (``last_seq``; :func:`verify_store` reads SQLite's AUTOINCREMENT
+  counter);
+* the hash is not keyed: someone with write access who rewrites an entry *and re-hashes every entry
+  after it* leaves a valid chain. Only a hash recorded outside the store catches that
+  (``checkpoints``; ``retain audit verify`` prints the head to record).
+
+Snapshots (:func:`snapshot`, :func:`diff`) record ids, content hashes and retention fields of every
+record of a namespace, never content, so two points in time can be compared after the fact.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from retain.errors import InvalidInput
+from retain.memory import Memory
+from retain.record import Tier, utc, utcnow, validate_namespace
+from retain.store.base import ALL_RECORDS, Store
+from retain.store.sqlite import GENESIS_HASH, SQLiteStore, audit_hash
+
+__all__ = [
+    "ENTRY_FIELDS",
+    "GENESIS_HASH",
+    "HASHED_FIELDS",
+    "MAX_PROBLEMS",
+    "SNAPSHOT_FIELDS",
+    "SNAPSHOT_FORMAT",
+    "RawAudit",
+    "Snapshot",
+    "SnapshotDiff",
+    "VerifyReport",
+    "diff",
+    "read_audit_raw",
+    "snapshot",
+    "verify_chain",
+    "verify_store",
+]
+
+HASHED_FIELDS: tuple[str, ...] = ("ts", "namespace", "op", "record_id", "actor", "reason", "policy", "details")
+"""The fields an entry's hash covers (with ``prev_hash``); ``seq`` is not hashed, its order is checked."""
+
+ENTRY_FIELDS: tuple[str, ...] = ("seq", *HASHED_FIELDS, "prev_hash", "hash")
+"""Every field of an audit entry as :class:`~retain.store.base.ReadAudit` returns it."""
+_ENTRY_SET = frozenset(ENTRY_FIELDS)
+
+MAX_PROBLEMS = 100
+"""Problems listed in a :class:`VerifyReport`; any more are summarised in one last line."""
+
+SNAPSHOT_FIELDS: tuple[str, ...] = (
+    "content_hash",
+    "tier",
+    "type",
+    "importance",
+    "priority",
+    "pinned",
+    "superseded_by",
+    "token_count",
+)
+"""The per-record fields a :class:`Snapshot` keeps (no content, no embedding)."""
+
+SNAPSHOT_FORMAT = "retain-snapshot/1"
+
+
+# --- verification -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReport:
+    """Outcome of :func:`verify_chain` / :func:`verify_store`.
+
+    Attributes:
+        ok: True when every hash, link and sequence number checks out (and every given anchor).
+        entries: number of entries examined.
+        first_bad_seq: the earliest entry that cannot be trusted (every entry before it forms an
+            intact chain from genesis); for a removal, the seq of the first missing entry. None when
+            ``ok``, or when the log could not be read at all.
+        problems: human-readable findings in log order, e.g. ``"entry 42: hash mismatch
+            (changed)"``; at most :data:`MAX_PROBLEMS` plus one summary line.
+        head_seq, head_hash: seq and stored hash of the last entry (None for an empty log): record
+            them outside the store and pass them back as a checkpoint to detect later rewrites.
+    """
+
+    ok: bool
+    entries: int
+    first_bad_seq: int | None
+    problems: list[str] = field(default_factory=list)
+    head_seq: int | None = None
+    head_hash: str | None = None
+
+
+def verify_chain(
+    entries: Sequence[Mapping[str, Any]],
+    *,
+    last_seq: int | None = None,
+    checkpoints: Mapping[int, str] | None = None,
+) -> VerifyReport:
+    """Recompute every hash of an audit log and check every link and sequence number. Pure.
+
+    Args:
+        entries: the whole log in stored order (oldest first), each a mapping with
+            :data:`ENTRY_FIELDS` as :meth:`Store.audit_log` returns them. ``details`` may be a dict
+            or the raw JSON text of the column (it is then parsed; unreadable text is reported).
+        last_seq: the seq the log must end at, known from outside the rows (SQLite's AUTOINCREMENT
+            counter); catches removal of the newest entries, which the chain alone cannot.
+        checkpoints: ``{seq: hash}`` recorded outside the store earlier (e.g. a report's
+            ``head_seq``/``head_hash``); catches a rewrite that re-hashed every later entry.
+
+    Returns:
+        A :class:`VerifyReport`. Detected: changed fields (hash mismatch), removed entries (gap in
+        ``seq`` or broken link), inserted and reordered entries (a link that points elsewhere, or
+        ``seq`` out of order), unreadable details. Never raises on malformed entries; they are
+        reported.
+    """
+    n = len(entries)
+    seqs = [_as_seq(e.get("seq")) for e in entries]
+    hashes = [e.get("hash") for e in entries]
+    position_of: dict[str, int] = {GENESIS_HASH: -1}
+    for p, h in enumerate(hashes):
+        if isinstance(h, str):
+            position_of.setdefault(h, p)
+    present = sorted({s for s in seqs if s is not None})
+    found = _Findings()
+
+    def name(p: int) -> str:
+        seq = seqs[p]
+        return f"entry {seq}" if seq is not None else f"entry at position {p + 1}"
+
+    prev_seq = 0
+    for p, entry in enumerate(entries):
+        seq = seqs[p]
+        label = name(p)
+        before = found.count_at(p)
+        missing = [] if entry.keys() >= _ENTRY_SET else [k for k in ENTRY_FIELDS if k not in entry]
+        if missing:
+            found.add(p, f"{label}: missing fields {', '.join(missing)}")
+
+        # sequence: consecutive from 1
+        expected = prev_seq + 1
+        if seq is None:
+            if "seq" not in missing:
+                found.add(p, f"{label}: sequence number {entry.get('seq')!r} is not an integer")
+        elif seq != expected:
+            if seq > expected and not _any_between(present, expected, seq):
+                found.add(p, f"{_missing(expected, seq - 1)} (gap in sequence)")
+            elif seq == prev_seq:
+                found.add(p, f"entry {seq} appears twice")
+            else:
+                follows = f"entry {prev_seq}" if p else "the start of the log"
+                found.add(p, f"entry {seq} out of sequence order (follows {follows})")
+        prev_seq = seq if seq is not None else expected
+
+        # the entry's own hash
+        details = entry.get("details")
+        readable = True
+        if isinstance(details, str | bytes | bytearray):
+            try:
+                details = json.loads(details)
+            except ValueError:
+                readable = False
+                if p == n - 1:
+                    found.add(
+                        p, f"last entry ({seq if seq is not None else p + 1}) truncated / unreadable JSON in details"
+                    )
+                else:
+                    found.add(p, f"{label}: unreadable JSON in details (corrupted)")
+        stored_prev = entry.get("prev_hash")
+        if not isinstance(stored_prev, str):
+            found.add(p, f"{label}: prev_hash {stored_prev!r} is not a string")
+        elif readable:
+            fields = {k: entry.get(k) for k in HASHED_FIELDS}
+            fields["details"] = dict(details) if isinstance(details, Mapping) else details
+            try:
+                recomputed: str | None = audit_hash(stored_prev, fields)
+            except (TypeError, ValueError):
+                recomputed = None
+                found.add(p, f"{label}: fields are not JSON-serialisable (corrupted)")
+            if recomputed is not None and recomputed != hashes[p]:
+                found.add(p, f"{label}: hash mismatch (changed)")
+
+        # the link to the entry stored before it
+        link = GENESIS_HASH if p == 0 else hashes[p - 1]
+        if stored_prev != link:
+            pred = name(p - 1) if p else "the genesis hash"
+            q = position_of.get(stored_prev) if isinstance(stored_prev, str) else None
+            if q is None:
+                # Nothing references the predecessor's hash: either it was rewritten (blame it) or this
+                # entry was (it then fails a check of its own) or entries between were removed (gap).
+                blame = p if found.count_at(p) > before else max(p - 1, 0)
+                found.add(blame, f"{label}: prev_hash does not match {pred} (changed, reordered or removed)")
+            else:
+                target = "the genesis hash" if q == -1 else name(q)
+                blame = q + 1 if q < p - 1 else p  # entries q+1 .. p-1 are not part of the chain
+                found.add(
+                    blame, f"{label}: prev_hash does not match {pred}; it points to {target} (inserted or reordered)"
+                )
+
+    if last_seq is not None:
+        if prev_seq < last_seq:
+            found.add(
+                n, f"{_missing(prev_seq + 1, last_seq)} at the end of the log (the store's counter is at {last_seq})"
+            )
+        elif prev_seq > last_seq:
+            first = next(p for p, s in enumerate(seqs) if s is not None and s > last_seq)
+            found.add(first, f"entries after {last_seq} are past the store's counter (not written by the store)")
+
+    if checkpoints:
+        position_of_seq: dict[int, int] = {}
+        for p, s in enumerate(seqs):
+            if s is not None:
+                position_of_seq.setdefault(s, p)
+        trusted = 0  # positions before this one are vouched for by a matching checkpoint
+        for cseq, chash in sorted(checkpoints.items()):
+            p = position_of_seq.get(cseq, -1)
+            if p < 0:
+                found.add(trusted, f"checkpoint entry {cseq} is not in the log (removed or renumbered)")
+            elif hashes[p] != chash:
+                found.add(trusted, f"entry {cseq}: hash differs from the checkpoint (rewritten at or before it)")
+            else:
+                trusted = p + 1
+
+    head_seq = seqs[-1] if n else None
+    head_hash = hashes[-1] if n and isinstance(hashes[-1], str) else None
+    # Every finding at position p is blamed on p or earlier, and positions before the earliest
+    # blame passed every check, so their seqs run 1..p: the earliest untrusted seq is p + 1.
+    first_bad = None if found.empty else found.first + 1
+    return VerifyReport(
+        ok=found.empty,
+        entries=n,
+        first_bad_seq=first_bad,
+        problems=found.messages(),
+        head_seq=head_seq,
+        head_hash=head_hash,
+    )
+
+
+class RawAudit(NamedTuple):
+    """The audit table as stored: ``entries`` with ``details`` as raw text, ``last_seq`` the
+    AUTOINCREMENT counter (highest seq ever assigned; None before the first entry)."""
+
+    entries: list[dict[str, Any]]
+    last_seq: int | None
+
+
+def read_audit_raw(store: SQLiteStore) -> RawAudit:
+    """Read the whole audit table of an SQLite store without interpreting it.
+
+    :meth:`Store.audit_log` parses each ``details`` column with ``json.loads`` and so raises on a
+    corrupted row; verification must read such a row and report it. There is no typed op for a raw
+    read in the store contract yet, so this reaches into ``store._conn`` (under ``store._lock``,
+    in one read transaction, so the rows and the counter agree). SQLite only.
+
+    Returns: :class:`RawAudit`; entries in seq order with :data:`ENTRY_FIELDS`, ``details`` a str.
+
+    Raises:
+        SchemaError: the store is not set up.
+        sqlite3.DatabaseError: the audit table itself cannot be read.
+    """
+    store._require_ready()
+    sql = "SELECT " + ", ".join(ENTRY_FIELDS) + " FROM audit ORDER BY seq"
+    with store._lock:
+        conn = store._conn
+        conn.execute("BEGIN")
+        try:
+            rows = [dict(zip(ENTRY_FIELDS, row, strict=True)) for row in conn.execute(sql)]
+            counter = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'audit'").fetchone()
+        finally:
+            conn.execute("COMMIT")
+    return RawAudit(rows, None if counter is None else int(counter[0]))
+
+
+def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) -> VerifyReport:
+    """Verify a store's whole audit log (every namespace: the chain is global).
+
+    For :class:`SQLiteStore` the rows are read raw (:func:`read_audit_raw`), so a row whose details
+    are not valid JSON (a crash mid-write, a bad edit) is reported rather than raised, and removal
+    of the newest entries is caught by the AUTOINCREMENT counter. Other backends are read with
+    :meth:`Store.audit_log`; if that fails, the report says so.
+
+    Args:
+        checkpoints: ``{seq: hash}`` recorded earlier outside the store; see :func:`verify_chain`.
+
+    Returns: a :class:`VerifyReport`; never raises for what the log contains.
+
+    Raises:
+        SchemaError: the store is not set up.
+    """
+    if isinstance(store, SQLiteStore):
+        try:
+            raw = read_audit_raw(store)
+        except sqlite3.DatabaseError as exc:
+            return _unreadable(f"audit table unreadable: {exc}")
+        return verify_chain(raw.entries, last_seq=raw.last_seq, checkpoints=checkpoints)
+    try:
+        entries = store.audit_log()
+    except Exception as exc:  # any backend failure is a finding, not a crash
+        return _unreadable(f"audit log unreadable ({type(exc).__name__}: {exc})")
+    return verify_chain(entries, checkpoints=checkpoints)
+
+
+def _unreadable(message: str) -> VerifyReport:
+    return VerifyReport(ok=False, entries=0, first_bad_seq=None, problems=[message])
+
+
+class _Findings:
+    """Problems found, each blamed on a position of the log (the earliest that may be affected)."""
+
+    def __init__(self) -> None:
+        self._items: list[tuple[int, str]] = []
+        self._per_position: dict[int, int] = {}
+        self.first = -1
+
+    @property
+    def empty(self) -> bool:
+        return not self._items
+
+    def add(self, position: int, message: str) -> None:
+        self._items.append((position, message))
+        self._per_position[position] = self._per_position.get(position, 0) + 1
+        self.first = position if self.first < 0 else min(self.first, position)
+
+    def count_at(self, position: int) -> int:
+        return self._per_position.get(position, 0)
+
+    def messages(self) -> list[str]:
+        out = [message for _, message in self._items[:MAX_PROBLEMS]]
+        if len(self._items) > MAX_PROBLEMS:
+            out.append(f"... and {len(self._items) - MAX_PROBLEMS} more problems")
+        return out
+
+
+def _as_seq(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _any_between(present: list[int], lo: int, hi: int) -> bool:
+    """True when some value of the sorted list ``present`` is in [lo, hi)."""
+    i = bisect_left(present, lo)
+    return i < len(present) and present[i] < hi
+
+
+def _missing(lo: int, hi: int) -> str:
+    return f"entry {lo} missing" if lo == hi else f"entries {lo}-{hi} missing"
+
+
+# --- snapshots ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What one namespace held at one moment, without content.
+
+    Attributes:
+        taken_at: when the snapshot was taken (UTC).
+        namespace: the namespace.
+        records: ``{id: {field: value}}`` for every record (archived and superseded included), with
+            the fields :data:`SNAPSHOT_FIELDS`; ``tier`` and ``type`` as their string values.
+    """
+
+    taken_at: datetime
+    namespace: str
+    records: dict[str, dict[str, Any]]
+
+    def to_json(self) -> str:
+        """JSON text (UTF-8 characters literal, records sorted by id); read back by :meth:`from_json`."""
+        doc = {
+            "format": SNAPSHOT_FORMAT,
+            "namespace": self.namespace,
+            "taken_at": self.taken_at.isoformat(),
+            "records": {rid: self.records[rid] for rid in sorted(self.records)},
+        }
+        return json.dumps(doc, ensure_ascii=False, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Snapshot:
+        """Parse :meth:`to_json` output.
+
+        Raises:
+            InvalidInput: not JSON, another format, or a missing / mistyped field (named).
+        """
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise InvalidInput(f"snapshot: not valid JSON ({exc})") from exc
+        if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
+            got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+            raise InvalidInput(f"snapshot: format must be {SNAPSHOT_FORMAT!r}, got {got!r}")
+        namespace = validate_namespace(doc.get("namespace"))
+        if not isinstance(doc.get("taken_at"), str):
+            raise InvalidInput("snapshot: taken_at must be an ISO 8601 string")
+        taken_at = utc(doc["taken_at"], field_name="snapshot: taken_at")
+        records = doc.get("records")
+        if not isinstance(records, dict):
+            raise InvalidInput("snapshot: records must be an object {id: fields}")
+        for rid, fields in records.items():
+            if not isinstance(fields, dict):
+                raise InvalidInput(f"snapshot: records[{rid!r}] must be an object")
+            absent = [f for f in SNAPSHOT_FIELDS if f not in fields]
+            if absent:
+                raise InvalidInput(f"snapshot: records[{rid!r}] lacks {', '.join(absent)}")
+        assert taken_at is not None
+        return cls(taken_at=taken_at, namespace=namespace, records=records)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotDiff:
+    """What changed between two snapshots ``a`` (before) and ``b`` (after).
+
+    Attributes:
+        added: ids in ``b`` only (new records and new versions), sorted.
+        removed: ids in ``a`` only (purged), sorted.
+        archived: ids whose tier moved into ``archive``, sorted.
+        restored: ids whose tier moved out of ``archive``, sorted.
+        changed: ``{id: {field: (before, after)}}`` for every record in both whose fields differ
+            (content_hash = content changed, priority, importance, superseded_by, pinned, tier, ...);
+            archived and restored records appear here too, with their ``tier`` change.
+    """
+
+    added: list[str]
+    removed: list[str]
+    archived: list[str]
+    restored: list[str]
+    changed: dict[str, dict[str, tuple[Any, Any]]]
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the two snapshots hold the same records with the same fields."""
+        return not (self.added or self.removed or self.changed)
+
+
+def snapshot(memory: Memory | Store, namespace: str) -> Snapshot:
+    """Snapshot every record of ``namespace`` (archive and superseded versions included).
+
+    Args:
+        memory: a :class:`~retain.Memory`, or a set-up :class:`~retain.store.Store` (no encoder
+            needed).
+
+    Raises:
+        InvalidInput: bad namespace.
+    """
+    validate_namespace(namespace)
+    store = memory.store if isinstance(memory, Memory) else memory
+    taken_at = utcnow()
+    records = {
+        r.id: {
+            "content_hash": r.content_hash,
+            "tier": r.tier.value,
+            "type": r.type.value,
+            "importance": r.importance,
+            "priority": r.priority,
+            "pinned": r.pinned,
+            "superseded_by": r.superseded_by,
+            "token_count": r.token_count,
+        }
+        for r in store.list_records(namespace, ALL_RECORDS)
+    }
+    return Snapshot(taken_at=taken_at, namespace=namespace, records=records)
+
+
+def diff(a: Snapshot, b: Snapshot) -> SnapshotDiff:
+    """Compare snapshot ``a`` (before) with ``b`` (after); see :class:`SnapshotDiff`. Pure."""
+    before, after = a.records, b.records
+    common = sorted(before.keys() & after.keys())
+    archive = Tier.ARCHIVE.value
+    changed: dict[str, dict[str, tuple[Any, Any]]] = {}
+    for rid in common:
+        x, y = before[rid], after[rid]
+        names = [*SNAPSHOT_FIELDS, *sorted((x.keys() | y.keys()) - set(SNAPSHOT_FIELDS))]
+        delta = {f: (x.get(f), y.get(f)) for f in names if x.get(f) != y.get(f)}
+        if delta:
+            changed[rid] = delta
+    return SnapshotDiff(
+        added=sorted(after.keys() - before.keys()),
+        removed=sorted(before.keys() - after.keys()),
+        archived=[r for r in common if before[r].get("tier") != archive and after[r].get("tier") == archive],
+        restored=[r for r in common if before[r].get("tier") == archive and after[r].get("tier") != archive],
+        changed=changed,
+    )

@@ -1,0 +1,136 @@
+"""``retain eval beam``: replay BEAM chats into memory and score evidence retrieval per BEAM category.
+
+Each chat is streamed message by message (batches as segments, anchor dates as event times) into a
+fresh memory; every probing question with evidence is asked, and the ranked messages are compared
+with its ``source_chat_ids``. The full-memory run is reported per category; with budgets, each chat
+is also replayed under every policy at a capacity equal to a share of its messages, and the figures
+of :mod:`retain.eval.streams` are reported per category (learned utility trained without the chat).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from retain.basis import Encoder
+from retain.eval.beam import BEAM_CATEGORIES, BeamChat
+from retain.eval.streams import CachingEncoder, Stream, StreamQuestion, run_budget_grid
+from retain.memory import MemoryConfig, NewMemory
+
+__all__ = ["BEAM_CONFIG", "beam_stream", "run_beam"]
+
+# BEAM assistant replies run to several thousand characters; one message stays one record so that a
+# budget share of messages is a share of records.
+BEAM_CONFIG = MemoryConfig(max_record_chars=100_000)
+SCORED_CATEGORIES = tuple(c for c in BEAM_CATEGORIES if c != "abstention")
+
+
+def beam_stream(chat: BeamChat) -> Stream:
+    """``chat`` as a :class:`~retain.eval.streams.Stream`: one batch per BEAM batch (session)."""
+    batches: dict[str, list[NewMemory]] = {}
+    for msg in chat.messages:
+        batches.setdefault(str(msg.session), []).append(
+            NewMemory(
+                content=msg.content if msg.content.strip() else "(empty message)",
+                type="observation",
+                role=msg.role,
+                source=f"beam:{chat.chat_id}:{msg.id}",
+                event_time=msg.time,
+                seq=msg.index,
+                segment=f"batch_{msg.session}",
+                metadata={"evidence_id": str(msg.id), "speaker": msg.role},
+            )
+        )
+    questions = tuple(StreamQuestion(q.question, q.category, tuple(str(e) for e in q.evidence)) for q in chat.questions)
+    return Stream(chat.chat_id, tuple(tuple(b) for b in batches.values()), questions)
+
+
+def run_beam(
+    chats: Sequence[BeamChat],
+    folders: Sequence[Path],
+    encoder: Encoder,
+    *,
+    shares: Sequence[float] = (),
+    policies: Sequence[str] = (),
+    utility_traces_extra: Sequence[Any] = (),
+    progress: bool = True,
+    dataset: str = "beam",
+) -> dict[str, Any]:
+    """Full-memory run (budget 1.0) plus the budget grid; figures per BEAM category.
+
+    ``folders``: the chat folders ``chats`` were loaded from (same order), for utility traces.
+
+    ``utility_traces_extra``: additional oracle traces (e.g. LoCoMo dev) added to every fold's
+    utility training set; a chat's own trace is never in its fold.
+    """
+    cached = CachingEncoder(encoder)
+    streams = [beam_stream(c) for c in chats]
+    models: dict[str, Any] = {}
+    if any(p in ("utility", "knapsack", "lookahead") for p in policies) or shares:
+        from retain.utility import beam_traces, train_utility
+
+        traces = beam_traces(list(folders), cached)
+        for i, chat in enumerate(chats):
+            fold = [t for j, t in enumerate(traces) if j != i] + list(utility_traces_extra)
+            models[chat.chat_id] = train_utility(fold)
+    full = run_budget_grid(
+        streams,
+        cached,
+        shares=[1.0],
+        policies=["fifo"],
+        utility_for=lambda _: None,
+        headline=SCORED_CATEGORIES,
+        config=BEAM_CONFIG,
+        progress=progress,
+    )
+    full[0]["policy"] = "full"
+    runs = full
+    if shares:
+        runs += run_budget_grid(
+            streams,
+            cached,
+            shares=shares,
+            policies=policies,
+            utility_for=models.__getitem__,
+            headline=SCORED_CATEGORIES,
+            config=BEAM_CONFIG,
+            progress=progress,
+        )
+    return {
+        "dataset": dataset,
+        "chats": len(chats),
+        "questions": sum(len(c.questions) for c in chats),
+        "messages": sum(len(c.messages) for c in chats),
+        "runs": runs,
+    }
+
+
+def write_beam_report(report: dict[str, Any], directory: str | Path) -> Path:
+    """Write ``report.md`` (per-category tables) and the budget curves into ``directory``."""
+    from retain.eval.report import budget_curve, budget_section, markdown_table
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    parts = [
+        f"# {report['dataset']} evaluation",
+        "",
+        f"{report['chats']} chats, {report['messages']} messages, {report['questions']} probing questions "
+        "(abstention has no evidence and is not scored).",
+        "",
+    ]
+    metrics = ("held", "recall@5", "recall@10", "hit@10", "mrr")
+    for run in report["runs"]:
+        parts.append(f"## {run['policy']} at budget {run['budget']}: hit rate {run['hit_rate']}")
+        parts.append("")
+        rows = [[cat, v["questions"], *(v.get(m) for m in metrics)] for cat, v in run["by_category"].items()]
+        parts.append(markdown_table(["category", "questions", *metrics], rows))
+        parts.append("")
+    budget_runs = [r for r in report["runs"] if r["policy"] != "full"]
+    if budget_runs:
+        curves = out / "budget_curves.png"
+        budget_curve(budget_runs, curves, f"{report['dataset']}: budget-performance")
+        parts += budget_section(budget_runs, curves)
+    path = out / "report.md"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
