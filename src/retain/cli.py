@@ -46,16 +46,26 @@ def make_encoder(name: str) -> Encoder:
         return MiniLMEncoder()
     if name.startswith("hashing"):
         _, _, dim = name.partition("-")
-        return HashingEncoder(int(dim) if dim else 256)
+        if dim and not dim.isdigit():
+            raise typer.BadParameter(f"encoder {name!r}: the dimension after 'hashing-' must be a number")
+        try:
+            return HashingEncoder(int(dim) if dim else 256)
+        except RetainError as exc:
+            raise typer.BadParameter(f"encoder {name!r}: {exc}") from exc
     raise typer.BadParameter(f"unknown encoder {name!r}: use 'minilm' or 'hashing-<dim>'")
 
 
-def _open(db: Path | None, encoder: str | None = None):  # type: ignore[no-untyped-def]
+def _open(db: Path | None, encoder: str | None = None, *, create: bool = False):  # type: ignore[no-untyped-def]
     from retain.memory import Memory
     from retain.store.sqlite import SQLiteStore
 
     settings = Settings.from_env()
     path = db if db is not None else settings.db_path
+    if not create and not Path(path).is_file():
+        err_console.print(
+            f"[red]error:[/red] no store at {path} (add a memory first, or pass --db PATH)", soft_wrap=True
+        )
+        raise typer.Exit(code=2)
     if encoder is None:
         probe = SQLiteStore(path)
         probe.setup()
@@ -80,9 +90,9 @@ def add(
 ) -> None:
     """Add one memory and print its id."""
     if text == "-":
-        text = sys.stdin.read()
+        text = sys.stdin.read().rstrip("\r\n")
     try:
-        with _open(db) as mem:
+        with _open(db, create=True) as mem:
             console.print(mem.add(text, namespace=namespace, type=type, role=role, source=source))
     except RetainError as exc:
         _fail(exc)
@@ -161,6 +171,8 @@ def reembed(
     """Re-embed every record of a store with another encoder (after an EncoderMismatch)."""
     from retain.memory import Memory
 
+    if not db.is_file():
+        _fail(RetainError(f"no store at {db}"))
     count = Memory.reembed(db, make_encoder(encoder))
     console.print(f"re-embedded {count} records with {encoder}")
 
@@ -237,7 +249,11 @@ def eval_locomo(
     enc = make_encoder(encoder)
     err_console.print(f"LoCoMo: {path} ({len(conversations)} conversations), encoder {enc.name}")
     result = run_locomo(conversations, lambda: enc, loco=loco and len(conversations) > 1, dataset=f"locomo:{path.name}")
-    table = Table(title=f"LoCoMo turn-level retrieval, headline over categories 1-4 ({result['questions']} questions)")
+    scored = result["runs"][0]["questions"]
+    table = Table(
+        title=f"LoCoMo turn-level retrieval: headline over categories 1-4 ({scored} questions with evidence; "
+        f"{result['questions']} questions in all)"
+    )
     for col in ("retriever", *METRICS, "cat1 r@10", "cat2 r@10", "cat3 r@10", "cat4 r@10"):
         table.add_column(col, no_wrap=True)
     for run in result["runs"]:

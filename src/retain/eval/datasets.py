@@ -126,7 +126,8 @@ def _download(url: str, target: Path, sha256: str) -> Path:
     except OSError as exc:
         partial.unlink(missing_ok=True)
         raise DatasetUnavailable(
-            f"LoCoMo is not on disk and the download of {url} failed ({exc}). "
+            f"LoCoMo is not on disk (looked for ../shared/data/locomo/locomo_dev.json next to the current "
+            f"folder and the repository, and in {target.parent}) and the download of {url} failed ({exc}). "
             "Pass --data PATH to a locomo10.json-format file, or set RETAIN_LOCOMO."
         ) from exc
     actual = _sha256(partial)
