@@ -66,7 +66,9 @@ def test_lone_surrogates_are_refused_at_the_boundary(m, field):
         elif field == "namespace":
             m.add("fine text", namespace=bad)
         else:
-            m.add(bad if field == "content" else "fine text", namespace=NS, **({"role": bad} if field == "role" else {}))
+            m.add(
+                bad if field == "content" else "fine text", namespace=NS, **({"role": bad} if field == "role" else {})
+            )
     assert m.records(namespace=NS) == []
 
 
@@ -89,7 +91,11 @@ def test_time_filter_keeps_boundary_records_in_every_channel(m):
 
 def test_neighbour_expansion_stays_inside_the_segment(m):
     m.add_many(
-        [NewMemory(f"turn {i} of session {s} about weather", seq=i, segment=f"s{s}") for s in range(20) for i in range(3)],
+        [
+            NewMemory(f"turn {i} of session {s} about weather", seq=i, segment=f"s{s}")
+            for s in range(20)
+            for i in range(3)
+        ],
         namespace=NS,
     )
     target = m.add("the zebra code is 42", namespace=NS, seq=1, segment="target")
