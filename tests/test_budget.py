@@ -149,3 +149,28 @@ def test_many_distractors_keep_hard_constraints():
     assert len(hot) == 20
     assert sum(r.type is MemoryType.HARD_CONSTRAINT for r in hot) == 3
     assert len(m.records(namespace=NS)) == 303
+
+
+def test_adding_archived_content_again_restores_it_to_hot_memory():
+    m = mem(Budget(1, policy="fifo"))
+    door = m.add("Remember: the door code is 4711", namespace=NS, type="fact")
+    m.add("filler text", namespace=NS, type="fact")
+    assert m.get(door, namespace=NS).tier is Tier.ARCHIVE
+    assert m.add("Remember: the door code is 4711", namespace=NS, type="fact") == door
+    assert m.get(door, namespace=NS).tier is Tier.DYNAMIC
+    assert [h.record.id for h in m.search("door code", namespace=NS, config="lexical")] == [door]
+    ops = [e["op"] for e in m.store.audit_log(NS)]
+    assert ops.count("restore") == 1 and ops.count("evict") == 2
+    assert len([r for r in m.records(namespace=NS) if r.tier is not Tier.ARCHIVE]) == 1
+
+
+def test_same_words_by_two_speakers_in_one_batch_are_two_records():
+    m = mem(Budget(10, policy="fifo"))
+    ids = m.add_many(
+        [
+            {"content": "Sounds good!", "role": "Alice", "type": "chatter"},
+            {"content": "Sounds good!", "role": "Bob", "type": "chatter"},
+        ],
+        namespace=NS,
+    )
+    assert len(set(ids)) == 2

@@ -299,11 +299,13 @@ class Memory:
         fresh: list[MemoryRecord] = []
         seen: dict[str, str] = {}
         explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
+        restored: list[MemoryRecord] = []
         for parts in drafts:
             head = parts[0]
+            key = f"{head.content_hash}|{head.role}|{head.segment}|{head.seq}"
             if self.config.dedupe and len(parts) == 1:
-                if head.content_hash in seen:
-                    ids.append(seen[head.content_hash])
+                if key in seen:
+                    ids.append(seen[key])
                     continue
                 existing = self.store.batch(
                     [
@@ -319,18 +321,33 @@ class Memory:
                 )[0]
                 if existing is not None:
                     ids.append(existing.id)
-                    seen[head.content_hash] = existing.id
+                    seen[key] = existing.id
+                    if existing.tier is Tier.ARCHIVE:  # said again: it matters again, back to hot
+                        tier = Tier.CORE if is_mandatory(existing) else Tier.DYNAMIC
+                        restored.append(existing.evolve(tier=tier))
                     continue
-                seen[head.content_hash] = head.id
+                seen[key] = head.id
             ids.append(head.id)
             fresh.extend(parts)
-        if fresh:
-            fresh = self._embed(fresh)
+        if fresh or restored:
+            fresh = self._embed(fresh) if fresh else []
             fresh = self._score_utility(namespace, fresh, explicit=explicit)
             moved: list[MemoryRecord] = []
             evictions: list[AuditEntry] = []
+            restored_ids = {r.id for r in restored}
             if self.budget is not None:
-                fresh, moved, evictions = self._apply_budget(namespace, fresh, actor=actor, trigger="add")
+                arrivals, moved, evictions = self._apply_budget(
+                    namespace, [*fresh, *restored], actor=actor, trigger="add"
+                )
+                fresh = [r for r in arrivals if r.id not in restored_ids]
+                restored = [r for r in arrivals if r.id in restored_ids]
+            evictions = [
+                *(
+                    AuditEntry(namespace, "restore", r.id, actor, "added again", details={"tier_after": r.tier.value})
+                    for r in restored
+                ),
+                *evictions,
+            ]
             audit = [
                 AuditEntry(
                     namespace=namespace,
@@ -347,7 +364,7 @@ class Memory:
                 for r in fresh
             ]
             try:
-                self.store.put([*fresh, *moved], [*audit, *evictions])
+                self.store.put([*fresh, *restored, *moved], [*audit, *evictions])
             except BaseException:
                 self._hot.pop(namespace, None)
                 raise
