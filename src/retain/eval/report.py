@@ -137,8 +137,16 @@ def write_locomo_report(report: dict[str, Any], directory: str | Path) -> Path:
     parts = [
         f"# {report['dataset']} evaluation",
         "",
-        f"{report['conversations']} conversations, {report['questions']} questions, "
-        f"{report.get('turns', '?')} turns. Headline = categories 1-4; turn-level evidence retrieval.",
+        f"{report['conversations']} conversation(s), {report['questions']} questions, "
+        f"{report.get('turns', '?')} turns. Turn-level evidence retrieval, no LLM. The headline figures "
+        "cover categories 1-4 (multi-hop, temporal, open-domain, single-hop) over questions whose evidence "
+        "resolves to turns; category 5 (adversarial) is shown per category only.",
+        "",
+        "Retrievers: `learned` = the default search with the shipped fusion model (fitted on the LoCoMo dev "
+        "conversations, so in-sample there); `learned-loco` = the fusion refitted for each conversation on the "
+        "others only (out-of-sample); `rrf` = plain reciprocal rank fusion of BM25 and MiniLM. "
+        "recall@k = |evidence in top k| / |evidence|; hit@k = any evidence in the top k; MRR = mean 1/rank of "
+        "the first evidence turn. Policy `full` at budget 1.0 = unbounded memory.",
         "",
         markdown_table(["retriever", "policy", "budget", *METRICS, "questions"], rows),
         "",
