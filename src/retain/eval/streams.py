@@ -110,7 +110,7 @@ class OracleUtility:
 def _replay(
     stream: Stream,
     encoder: Encoder,
-    budget: Budget,
+    budget: Budget | None,
     utility: Any,
     density_scorer: Callable[[list[MemoryRecord]], npt.NDArray[np.float64]] | None,
     k_max: int,
@@ -209,7 +209,7 @@ def run_budget_grid(
     Args:
         streams: conversations to replay.
         encoder: shared encoder (wrap it in :class:`CachingEncoder` for speed).
-        shares: budgets as a share of each stream's turns (0..1), in records.
+        shares: budgets as a share of each stream's turns (0..1), in records; 1.0 = no budget.
         policies: budget policies, plus "oracle" (the utility policy with :class:`OracleUtility`).
         utility_for: stream id -> utility model trained without that stream (leave-one-out).
         headline: categories whose questions make the headline recall figures.
@@ -225,7 +225,10 @@ def run_budget_grid(
                 model = utility_for(stream.stream_id)
                 scorer = _density_scorer(model)
                 utility: Any
-                if policy == "oracle":
+                budget: Budget | None
+                if share >= 1.0:  # the full memory: no capacity at all (split texts never count)
+                    budget, utility = None, None
+                elif policy == "oracle":
                     needed = {e for q in stream.questions for e in q.evidence}
                     budget, utility = Budget(capacity, policy="utility"), OracleUtility(needed)
                 else:
