@@ -278,3 +278,18 @@ def test_real_beam_chats_load_and_resolve():
     assert any(q.category == "event_ordering" for q in nested)
     roles = {k for c in chats for q in c.questions for k in q.evidence_roles}
     assert {"original_info", "updated_info", "first_event", "second_event"} <= roles
+
+
+def test_run_beam_full_and_budgets_write_a_report(tmp_path):
+    from retain.basis import HashingEncoder
+    from retain.eval.beam_runner import run_beam, write_beam_report
+
+    folder = _write_chat(tmp_path / "1")
+    chats = load_beam(tmp_path)
+    report = run_beam(chats, [folder], HashingEncoder(64), shares=[0.5], policies=["fifo", "oracle"], progress=False)
+    assert [(r["policy"], r["budget"]) for r in report["runs"]] == [("full", 1.0), ("fifo", 0.5), ("oracle", 0.5)]
+    full, fifo, oracle = report["runs"]
+    assert full["hit_rate"] == 1.0 and full["evictions"] == 0
+    assert fifo["evictions"] > 0 and oracle["hit_rate"] >= fifo["hit_rate"]
+    md = write_beam_report(report, tmp_path / "report").read_text(encoding="utf-8")
+    assert "budget-performance" in md and (tmp_path / "report" / "budget_curves.png").is_file()

@@ -67,7 +67,7 @@ def run_beam(
     cached = CachingEncoder(encoder)
     streams = [beam_stream(c) for c in chats]
     models: dict[str, Any] = {}
-    if any(p in ("utility", "knapsack", "lookahead") for p in policies) or shares:
+    if shares and any(p in ("utility", "knapsack", "lookahead") for p in policies):
         from retain.utility import beam_traces, train_utility
 
         traces = beam_traces(list(folders), cached)
@@ -92,7 +92,7 @@ def run_beam(
             cached,
             shares=shares,
             policies=policies,
-            utility_for=models.__getitem__,
+            utility_for=lambda chat_id: models.get(chat_id),
             headline=SCORED_CATEGORIES,
             config=BEAM_CONFIG,
             progress=progress,
@@ -108,7 +108,7 @@ def run_beam(
 
 def write_beam_report(report: dict[str, Any], directory: str | Path) -> Path:
     """Write ``report.md`` (per-category tables) and the budget curves into ``directory``."""
-    from retain.eval.report import budget_curve, budget_section, markdown_table
+    from retain.eval.report import finish_report, markdown_table
 
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -127,10 +127,4 @@ def write_beam_report(report: dict[str, Any], directory: str | Path) -> Path:
         parts.append(markdown_table(["category", "questions", *metrics], rows))
         parts.append("")
     budget_runs = [r for r in report["runs"] if r["policy"] != "full"]
-    if budget_runs:
-        curves = out / "budget_curves.png"
-        budget_curve(budget_runs, curves, f"{report['dataset']}: budget-performance")
-        parts += budget_section(budget_runs, curves)
-    path = out / "report.md"
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
+    return finish_report(out, parts, budget_runs, str(report["dataset"]))

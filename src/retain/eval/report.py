@@ -12,6 +12,7 @@ __all__ = [
     "METRICS",
     "budget_curve",
     "budget_section",
+    "finish_report",
     "markdown_table",
     "write_json",
     "write_locomo_report",
@@ -163,9 +164,15 @@ def write_locomo_report(report: dict[str, Any], directory: str | Path) -> Path:
         f"{timing.get('search_ms_p50')} ms, p95 {timing.get('search_ms_p95')} ms (query embedding included)."
     )
     parts += ["", f"![recall@10 by category]({chart.name})", ""]
+    return finish_report(out, parts, budget_runs, str(report["dataset"]))
+
+
+def finish_report(out: Path, parts: list[str], budget_runs: Sequence[dict[str, Any]], dataset: str) -> Path:
+    """Append the budget section (table and ``budget_curves.png``) when there are budgeted runs, and
+    write ``out/report.md``; returns its path."""
     if budget_runs:
         curves = out / "budget_curves.png"
-        budget_curve(budget_runs, curves, f"{report['dataset']}: budget-performance")
+        budget_curve(budget_runs, curves, f"{dataset}: budget-performance")
         parts += budget_section(budget_runs, curves)
     path = out / "report.md"
     path.write_text("\n".join(parts), encoding="utf-8")
