@@ -174,3 +174,24 @@ def test_same_words_by_two_speakers_in_one_batch_are_two_records():
         namespace=NS,
     )
     assert len(set(ids)) == 2
+
+
+def test_feedback_adapts_the_model_and_moves_lru_order():
+    from retain import MiniLMEncoder
+    from retain.utility import LearnedUtility
+
+    model = LearnedUtility.load()  # trained on MiniLM vectors: it refuses another encoder's
+    m = Memory(encoder=MiniLMEncoder(), budget=Budget(2, policy="lru"), utility=model)
+    first = m.add("The ferry to the island leaves at 9:40 from pier 3", namespace=NS, type="fact")
+    m.add("We booked two cabins on the night train", namespace=NS, type="fact")
+    before = m.get(first, namespace=NS).importance
+    updated = m.feedback(first, namespace=NS, used=True)
+    assert updated.access_count == 1 and updated.last_accessed is not None
+    assert updated.importance > before  # one online step towards "needed"
+    m.add("The museum opens at ten", namespace=NS, type="fact")  # over capacity: lru evicts the train, not the ferry
+    tiers_now = tiers(m)
+    assert tiers_now["The ferry to the island leaves at 9:40 from pier 3"] == "dynamic"
+    assert tiers_now["We booked two cabins on the night train"] == "archive"
+    assert [e["op"] for e in m.store.audit_log(NS)].count("feedback") == 1
+    with pytest.raises(InvalidInput):
+        m.feedback(first, namespace=NS, used="yes")

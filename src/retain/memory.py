@@ -485,6 +485,54 @@ class Memory:
             out[i] = records[i].evolve(importance=float(score))
         return out
 
+    def feedback(self, id: str, *, namespace: str, used: bool, actor: str = "agent") -> MemoryRecord:
+        """Report whether a retrieved memory was actually used (EMBER's online adaptation).
+
+        The utility model learns from the example (one online step; the adapted model lives in this
+        process, save it with its ``to_json``), the record's ``importance`` is re-scored, a used
+        record's ``access_count`` and ``last_accessed`` (UTC) are updated and it moves to the recent
+        end of the LRU order. Recorded in the audit log as "feedback". Returns the updated record.
+
+        Raises:
+            RecordNotFound: no record ``id`` in ``namespace``.
+            InvalidInput: ``used`` is not a bool.
+        """
+        if not isinstance(used, bool):
+            raise InvalidInput(f"used: must be a bool, got {used!r}")
+        record = self.get(id, namespace=namespace)
+        now = utcnow()
+        importance = record.importance
+        model = self.utility
+        if model is not None:
+            from retain.utility import UtilityContext, check_scores
+
+            hot = self._hot.get(namespace)
+            context = UtilityContext(
+                held=self._nearest_held(namespace, record, exclude=record.id),
+                previous=self._predecessor(record),
+                mean_length=hot.mean_tokens if hot is not None else None,
+            )
+            model.feedback(record, context, used)
+            scored = check_scores(model.score([record], [context]), getattr(model, "name", "?"), 1)
+            importance = float(scored[0])
+        changes: dict[str, Any] = {"importance": importance}
+        if used:
+            changes.update(access_count=record.access_count + 1, last_accessed=now)
+        updated = record.evolve(**changes)
+        entry = AuditEntry(
+            namespace,
+            "feedback",
+            id,
+            actor,
+            "used" if used else "not used",
+            details={"importance_before": round(record.importance, 6), "importance_after": round(importance, 6)},
+        )
+        self.store.put([updated], [entry])
+        hot_set = self._hot.get(namespace)
+        if used and hot_set is not None:
+            hot_set.touch(id, now.timestamp())
+        return updated
+
     def _predecessor(self, record: MemoryRecord) -> MemoryRecord | None:
         if record.seq is None or record.seq == 0:
             return None
@@ -492,13 +540,16 @@ class Memory:
         found = [r for r in self.store.list_records(record.namespace, flt) if r.segment == record.segment]
         return found[0] if found else None
 
-    def _nearest_held(self, namespace: str, record: MemoryRecord, k: int = 5) -> npt.NDArray[np.float32]:
+    def _nearest_held(
+        self, namespace: str, record: MemoryRecord, k: int = 5, exclude: str | None = None
+    ) -> npt.NDArray[np.float32]:
         """(<=k, d) embeddings of the hot records closest to ``record`` (novelty context)."""
         dim = self.encoder.dim
         if record.embedding is None:
             return np.zeros((0, dim), dtype=np.float32)
-        near = self.store.search_vector(namespace, record.embedding, RecordFilter(), limit=k)
-        held = [r.embedding for r in self.store.get(namespace, [h.id for h in near]) if r.embedding is not None]
+        near = [h for h in self.store.search_vector(namespace, record.embedding, RecordFilter(), limit=k + 1)]
+        ids = [h.id for h in near if h.id != exclude][:k]
+        held = [r.embedding for r in self.store.get(namespace, ids) if r.embedding is not None]
         return np.stack(held).astype(np.float32) if held else np.zeros((0, dim), dtype=np.float32)
 
     def _hotset(self, namespace: str, exclude: frozenset[str] = frozenset()) -> tuple[HotSet, list[str]]:
