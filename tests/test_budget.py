@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from retain import BudgetInfeasible, HashingEncoder, InvalidInput, Memory, MemoryType, Tier
+from retain import BudgetInfeasible, HashingEncoder, InvalidInput, Memory, MemoryConfig, MemoryType, Tier
 from retain.budget import Budget, BudgetUnit
 from retain.errors import InvalidUtility
 
@@ -195,3 +195,18 @@ def test_feedback_adapts_the_model_and_moves_lru_order():
     assert [e["op"] for e in m.store.audit_log(NS)].count("feedback") == 1
     with pytest.raises(InvalidInput):
         m.feedback(first, namespace=NS, used="yes")
+
+
+def test_paraphrase_merge_keeps_one_record_with_both_sources():
+    m = Memory(encoder=HashingEncoder(64), config=MemoryConfig(merge_paraphrases=True))
+    first = m.add("Alice prefers window seats on long flights", namespace=NS, source="chat:1", type="soft_preference")
+    again = m.add("alice prefers window seats on long flights!", namespace=NS, source="chat:7", type="soft_preference")
+    other = m.add("Alice prefers aisle seats on long flights", namespace=NS, source="chat:9", type="soft_preference")
+    changed = m.add("Alice has flown 5 long flights", namespace=NS, type="fact")
+    updated = m.add("Alice has flown 6 long flights", namespace=NS, type="fact")
+    assert again == first and other != first and updated != changed  # numbers differ: not a paraphrase
+    rec = m.get(first, namespace=NS)
+    assert [e["source"] for e in rec.metadata["merged"]] == ["chat:7"]
+    assert rec.metadata["merged"][0]["content"] == "alice prefers window seats on long flights!"
+    assert [e["op"] for e in m.store.audit_log(NS)].count("merge") == 1
+    assert len(m.records(namespace=NS)) == 4

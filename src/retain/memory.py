@@ -78,6 +78,10 @@ class MemoryConfig:
         split_long: split long texts at sentence boundaries instead of refusing them.
         dedupe: adding the exact content already current in the namespace returns the first id.
         classify: infer ``type`` with the rule classifier when the caller gives none.
+        merge_paraphrases: a new record that says what a current record already says (cosine
+            >= 0.93, same numbers, no correction cue; :func:`retain.conflict.decide`) is merged
+            into it instead of stored: the existing record keeps its id and gains the newcomer's
+            source, role, time and text under ``metadata["merged"]`` (audited as "merge").
     """
 
     max_record_chars: int = 2_000
@@ -85,6 +89,7 @@ class MemoryConfig:
     split_long: bool = True
     dedupe: bool = True
     classify: bool = True
+    merge_paraphrases: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_record_chars", "max_text_chars"):
@@ -329,8 +334,17 @@ class Memory:
                 seen[key] = head.id
             ids.append(head.id)
             fresh.extend(parts)
-        if fresh or restored:
-            fresh = self._embed(fresh) if fresh else []
+        merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
+        if fresh and self.config.merge_paraphrases:
+            fresh = self._embed(fresh)
+            fresh, merges = self._merge_paraphrases(namespace, fresh)
+            for new, old, _ in merges:
+                ids[ids.index(new.id)] = old.id
+        if fresh or restored or merges:
+            unembedded = [r for r in fresh if r.embedding is None]
+            if unembedded:
+                done = {r.id: r for r in self._embed(unembedded)}
+                fresh = [done.get(r.id, r) for r in fresh]
             fresh = self._score_utility(namespace, fresh, explicit=explicit)
             moved: list[MemoryRecord] = []
             evictions: list[AuditEntry] = []
@@ -363,12 +377,51 @@ class Memory:
                 )
                 for r in fresh
             ]
+            merged_records = list({old.id: old for _, old, _ in merges}.values())
+            audit += [
+                AuditEntry(namespace, "merge", old.id, actor, reason, details={"merged_source": new.source})
+                for new, old, reason in merges
+            ]
             try:
-                self.store.put([*fresh, *restored, *moved], [*audit, *evictions])
+                self.store.put([*fresh, *restored, *moved, *merged_records], [*audit, *evictions])
             except BaseException:
                 self._hot.pop(namespace, None)
                 raise
         return ids
+
+    def _merge_paraphrases(
+        self, namespace: str, fresh: list[MemoryRecord]
+    ) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord, str]]]:
+        """Split ``fresh`` into records to store and (newcomer, updated existing record, reason)
+        merges of paraphrases of current records (split parts are never merged)."""
+        from retain.conflict import Relation, decide
+
+        keep: list[MemoryRecord] = []
+        merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
+        merged_into: dict[str, MemoryRecord] = {}
+        for rec in fresh:
+            if rec.embedding is None or "split_group" in rec.metadata:
+                keep.append(rec)
+                continue
+            near = self.store.search_vector(namespace, rec.embedding, RecordFilter(tiers=None), limit=3)
+            found = {r.id: r for r in self.store.get(namespace, [h.id for h in near])}
+            candidates = [(merged_into.get(h.id, found[h.id]), h.score) for h in near if h.id in found]
+            decision = decide(rec, candidates)
+            if decision.relation is not Relation.PARAPHRASE or decision.target is None:
+                keep.append(rec)
+                continue
+            old = decision.target
+            entry = {
+                "source": rec.source,
+                "role": rec.role,
+                "event_time": None if rec.event_time is None else rec.event_time.isoformat(),
+                "content": rec.content,
+            }
+            merged_into[old.id] = old.evolve(
+                metadata={**old.metadata, "merged": [*old.metadata.get("merged", []), entry]}
+            )
+            merges.append((rec, old, decision.reason))
+        return keep, [(new, merged_into[old.id], reason) for new, old, reason in merges]
 
     def _coerce_item(self, item: NewMemory | Mapping[str, Any], index: int) -> NewMemory:
         if isinstance(item, NewMemory):
