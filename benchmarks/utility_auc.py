@@ -35,16 +35,9 @@ from rich.console import Console
 from retain.cli import make_encoder
 from retain.cli_utility import SHARES, beam_chat_dirs, loco_table
 from retain.eval.datasets import load_locomo, resolve_locomo
+from retain.eval.utility_traces import beam_traces, evaluate, loco_auc, locomo_traces
 from retain.record import MemoryRecord
-from retain.utility import (
-    RulePrior,
-    UtilityContext,
-    beam_traces,
-    evaluate,
-    loco_auc,
-    locomo_traces,
-    train_utility,
-)
+from retain.utility import RulePrior, UtilityContext, train_utility
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BEAM = REPO_ROOT.parent / "shared" / "data" / "beam" / "100K"

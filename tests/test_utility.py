@@ -15,6 +15,7 @@ from retain.basis import HashingEncoder
 from retain.classify import classify
 from retain.errors import EncoderMismatch, InvalidInput, InvalidUtility
 from retain.eval.datasets import load_locomo
+from retain.eval.utility_traces import beam_traces, evaluate, loco_auc, locomo_traces, stream_contexts
 from retain.record import MemoryRecord, search_text
 from retain.utility import (
     UTILITY_FEATURES,
@@ -22,12 +23,7 @@ from retain.utility import (
     RulePrior,
     UtilityContext,
     UtilityModel,
-    beam_traces,
     check_scores,
-    evaluate,
-    loco_auc,
-    locomo_traces,
-    stream_contexts,
     train_utility,
     utility_features,
 )

@@ -68,7 +68,8 @@ def run_beam(
     streams = [beam_stream(c) for c in chats]
     models: dict[str, Any] = {}
     if shares and any(p in ("utility", "knapsack", "lookahead") for p in policies):
-        from retain.utility import beam_traces, train_utility
+        from retain.eval.utility_traces import beam_traces
+        from retain.utility import train_utility
 
         traces = beam_traces(list(folders), cached)
         for i, chat in enumerate(chats):

@@ -267,7 +267,8 @@ def fusion_training_pools(
 
 def loco_utility_models(conversations: Sequence[LocomoConversation], encoder: Encoder) -> dict[str, Any]:
     """One learned utility model per conversation, trained on the other conversations only."""
-    from retain.utility import locomo_traces, train_utility
+    from retain.eval.utility_traces import locomo_traces
+    from retain.utility import train_utility
 
     traces = locomo_traces(conversations, encoder)
     return {
