@@ -21,7 +21,7 @@ SHARES = (0.10, 0.25, 0.50)
 
 
 def loco_table(title: str, result: dict[str, Any]) -> Table:
-    """A rich table of :func:`retain.eval.utility_traces.loco_auc` / :func:`retain.eval.utility_traces.evaluate` output: one row
+    """A rich table of :func:`retain.eval.utility_traces.loco_auc` or ``evaluate`` output: one row
     per conversation (ROC-AUC, hit rates of keeping the top 10 / 25 / 50 %), then the mean per data set
     (LoCoMo conversations vs BEAM chats, told apart by the ``beam-`` namespace prefix)."""
     table = Table(title=title)
