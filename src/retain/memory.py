@@ -334,17 +334,13 @@ class Memory:
                 seen[key] = head.id
             ids.append(head.id)
             fresh.extend(parts)
+        fresh = self._embed(fresh) if fresh else []
         merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
         if fresh and self.config.merge_paraphrases:
-            fresh = self._embed(fresh)
             fresh, merges = self._merge_paraphrases(namespace, fresh)
             for new, old, _ in merges:
                 ids[ids.index(new.id)] = old.id
         if fresh or restored or merges:
-            unembedded = [r for r in fresh if r.embedding is None]
-            if unembedded:
-                done = {r.id: r for r in self._embed(unembedded)}
-                fresh = [done.get(r.id, r) for r in fresh]
             fresh = self._score_utility(namespace, fresh, explicit=explicit)
             moved: list[MemoryRecord] = []
             evictions: list[AuditEntry] = []
@@ -355,13 +351,6 @@ class Memory:
                 )
                 fresh = [r for r in arrivals if r.id not in restored_ids]
                 restored = [r for r in arrivals if r.id in restored_ids]
-            evictions = [
-                *(
-                    AuditEntry(namespace, "restore", r.id, actor, "added again", details={"tier_after": r.tier.value})
-                    for r in restored
-                ),
-                *evictions,
-            ]
             audit = [
                 AuditEntry(
                     namespace=namespace,
@@ -376,6 +365,10 @@ class Memory:
                     },
                 )
                 for r in fresh
+            ]
+            audit += [
+                AuditEntry(namespace, "restore", r.id, actor, "added again", details={"tier_after": r.tier.value})
+                for r in restored
             ]
             merged_records = list({old.id: old for _, old, _ in merges}.values())
             audit += [
