@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput
+from retain.linear import fit_clipped_logistic
 from retain.record import MemoryRecord
 
 __all__ = [
@@ -372,25 +373,18 @@ def train_fusion(
     Raises:
         InvalidInput: no positive or no negative label at all.
     """
-    from sklearn.linear_model import LogisticRegression
 
     x = np.concatenate(list(features)) if features else np.zeros((0, len(FEATURE_NAMES)))
     y = np.concatenate(list(labels)).astype(bool) if labels else np.zeros(0, dtype=bool)
     if y.all() or not y.any():
         raise InvalidInput("train_fusion: need both relevant and non-relevant candidates")
-    low, high = np.percentile(x, 1, axis=0), np.percentile(x, 99, axis=0)
-    x = np.clip(x, low, high)
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale == 0] = 1.0
-    model = LogisticRegression(C=c, max_iter=5000)
-    model.fit((x - mean) / scale, y)
+    fit = fit_clipped_logistic(x, y, c=c)
     return LinearFusion(
-        weights=model.coef_[0].astype(np.float64),
-        bias=float(model.intercept_[0]),
-        mean=mean,
-        scale=scale,
-        low=low,
-        high=high,
+        weights=fit.weights,
+        bias=fit.bias,
+        mean=fit.mean,
+        scale=fit.scale,
+        low=fit.low,
+        high=fit.high,
         trained_on=trained_on,
     )

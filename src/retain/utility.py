@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import EncoderMismatch, InvalidInput, InvalidUtility
+from retain.linear import fit_clipped_logistic
 from retain.record import MemoryRecord, MemoryType, speaker_of
 
 __all__ = [
@@ -525,7 +526,6 @@ def train_utility(
         InvalidInput: no positive or no negative label, labels not one per record, missing or mixed
             embeddings when ``embedding``.
     """
-    from sklearn.linear_model import LogisticRegression
 
     records = [r for recs, _, _ in traces for r in recs]
     x = _design(
@@ -541,19 +541,16 @@ def train_utility(
             raise InvalidInput(f"train_utility: embedding=True needs every record embedded by one encoder ({names})")
         encoder = names.pop() or "unknown"
         x = np.hstack([x, np.stack([np.asarray(r.embedding, dtype=np.float64) for r in records])])
-    low, high = np.percentile(x, 1, axis=0), np.percentile(x, 99, axis=0)
-    x = np.clip(x, low, high)
-    mean, scale = x.mean(axis=0), x.std(axis=0)
-    scale[scale == 0] = 1.0
-    scale[_BASE:] /= embedding_weight
-    fit = LogisticRegression(C=c, max_iter=5000).fit((x - mean) / scale, y)
+    column_weight = np.ones(x.shape[1])
+    column_weight[_BASE:] = embedding_weight
+    fit = fit_clipped_logistic(x, y, c=c, column_weight=column_weight)
     return LearnedUtility(
-        weights=fit.coef_[0],
-        bias=float(fit.intercept_[0]),
-        mean=mean,
-        scale=scale,
-        low=low,
-        high=high,
+        weights=fit.weights,
+        bias=fit.bias,
+        mean=fit.mean,
+        scale=fit.scale,
+        low=fit.low,
+        high=fit.high,
         encoder=encoder,
         trained_on=trained_on,
     )
