@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +45,8 @@ from retain.retrieve import (
     mmr,
     rrf,
 )
+from retain.sam import PHASE_KEY, Candidates, StateScorer, candidates_from_records, is_terse
+from retain.state import AgentState, StateEncoder
 from retain.store.base import (
     ALL_RECORDS,
     HOT_TIERS,
@@ -99,6 +101,12 @@ class MemoryConfig:
 
 
 MIN_RECORD_CHARS = 16
+STATE_POOL = 20
+"""Records a state brings into a search pool per state vector (whole, subgoal, last result)."""
+CORE_POOL = 100
+"""Most core-tier records (newest first) a state-adaptive search considers."""
+RECENT_POOL = 8
+"""Newest records a state-adaptive search considers."""
 RESERVED_METADATA = frozenset({"split_group", "part", "parts"})
 DEFAULT_CONFIG = MemoryConfig()
 
@@ -119,6 +127,7 @@ class NewMemory:
     pinned: bool = False
     confidence: float = 1.0
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    state: AgentState | Mapping[str, Any] | None = None
 
 
 class Memory:
@@ -135,6 +144,8 @@ class Memory:
         utility: EMBER utility model predicting P(needed later) for new records; it sets
             ``importance`` when the caller gives none. Default: the shipped learned model when the
             budget policy ranks by utility, else none (importance 0.5).
+        state_scorer: the state-adaptive scorer used when a search carries an agent state
+            (:class:`~retain.sam.StateScorer`); default the shipped model; False = never state-adaptive.
 
     Raises:
         EncoderMismatch: the store was built with another encoder (name or dimension).
@@ -157,6 +168,7 @@ class Memory:
         fusion: LinearFusion | None = None,
         budget: Budget | None = None,
         utility: UtilityModel | None = None,
+        state_scorer: StateScorer | bool | None = None,
     ) -> None:
         self.encoder: Encoder = encoder if encoder is not None else MiniLMEncoder()
         self.store: Store = store if store is not None else SQLiteStore(path)
@@ -164,6 +176,10 @@ class Memory:
         self.budget = budget
         self._utility = utility
         self._fusion = fusion
+        if state_scorer is True:
+            state_scorer = None
+        self._state_scorer: StateScorer | bool | None = state_scorer
+        self._state_encoder: StateEncoder | None = None
         self._hot: dict[str, HotSet] = {}
         try:
             self.store.setup()
@@ -248,6 +264,7 @@ class Memory:
         confidence: float = 1.0,
         metadata: Mapping[str, Any] | None = None,
         actor: str = "user",
+        state: AgentState | Mapping[str, Any] | None = None,
     ) -> str:
         """Store one memory and return its id.
 
@@ -255,6 +272,10 @@ class Memory:
         boundaries into linked parts (``metadata["split_group"]``, ``part``, ``parts``); the id of
         the first part is returned. Adding content already current in the namespace stores nothing
         and returns the existing id.
+
+        ``state`` is the agent's task state when the event happened (:class:`~retain.state.AgentState`
+        or a mapping in the scenario format); its phase is kept in ``metadata["phase"]`` for
+        state-adaptive search.
 
         ``importance`` (0..1) defaults to the utility model's prediction, else 0.5. With a budget,
         records that no longer fit move to the archive tier (see :class:`~retain.budget.Budget`).
@@ -279,6 +300,7 @@ class Memory:
             pinned=pinned,
             confidence=confidence,
             metadata=metadata or {},
+            state=state,
         )
         return self.add_many([item], namespace=namespace, actor=actor)[0]
 
@@ -462,6 +484,10 @@ class Memory:
                 "(max_record_chars; enable split_long to store it as linked parts)"
             )
         mtype = self._classify(content, item.role) if item.type is None else parse_type(item.type)
+        if item.state is not None:
+            phase = AgentState.from_dict(item.state).phase
+            if phase:
+                item = replace(item, metadata={**item.metadata, PHASE_KEY: phase})
         pieces = split_text(content, self.config.max_record_chars)
         event_time = utc(item.event_time, field_name="event_time")
         group = new_id()
@@ -836,6 +862,7 @@ class Memory:
         include_superseded: bool = False,
         threshold: float | None = None,
         mmr_lambda: float | None = None,
+        state: AgentState | Mapping[str, Any] | None = None,
     ) -> list[Hit]:
         """Hybrid search of one namespace; returns up to ``k`` hits, best first.
 
@@ -849,6 +876,12 @@ class Memory:
             start, end: event-time range [start, end), UTC.
             include_superseded: also return superseded versions (history).
             threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
+            state: the agent's task state (:class:`~retain.state.AgentState` or a mapping in the
+                scenario format). With a non-empty state the ranking is state-adaptive
+                (:mod:`retain.sam`): score = alpha * state_score + (1 - alpha) * content_score, alpha
+                larger for terse queries; the pool also takes the records nearest to the state, the
+                core tier and the newest records. Breakdowns then add ``content``, ``state``,
+                ``prior``, ``importance``, ``alpha`` and ``phase_known``.
 
         Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant.
 
@@ -877,10 +910,20 @@ class Memory:
             end=utc(end, field_name="end"),
             include_superseded=include_superseded,
         )
-        pool = self._candidates(query, namespace, flt, cfg)
+        st = AgentState.from_dict(state)
+        use_state = not st.empty and self.state_scorer is not None
+        encoded = self.state_encoder.encode(st) if use_state else None
+        extra = self._state_pool(namespace, encoded, flt) if encoded is not None else []
+        pool = self._candidates(query, namespace, flt, cfg, extra=extra)
         if not pool.records:
             return []
         scores = self._fuse(pool, cfg)
+        sam_parts: dict[str, npt.NDArray[np.float64]] = {}
+        if encoded is not None and self.state_scorer is not None:
+            cands, content, n_terms = self._sam_inputs(namespace, pool, scores, cfg)
+            scores, sam_parts, _ = self.state_scorer.score(
+                encoded, st.phase, cands, content, query_terms=n_terms, terse=is_terse(query, n_terms)
+            )
         order = np.argsort(-scores, kind="stable")
         if cfg.threshold is not None:
             order = order[scores[order] >= cfg.threshold]
@@ -899,6 +942,7 @@ class Memory:
             }
             if pool.via_neighbor[i]:
                 breakdown["neighbor"] = 1.0
+            breakdown.update({name: float(values[i]) for name, values in sam_parts.items()})
             hits.append(Hit(record=pool.records[i], score=float(scores[i]), rank=rank, scores=breakdown))
         return hits
 
@@ -916,11 +960,53 @@ class Memory:
             changes["mmr_lambda"] = mmr_lambda
         if not changes:
             return config
-        from dataclasses import replace
 
         return replace(config, **changes)
 
-    def _candidates(self, query: str, namespace: str, flt: RecordFilter, cfg: SearchConfig) -> _Pool:
+    @property
+    def state_scorer(self) -> StateScorer | None:
+        """The state-adaptive scorer (the shipped model, loaded on first use; None when disabled
+        with ``Memory(state_scorer=False)``)."""
+        if self._state_scorer is None:
+            self._state_scorer = StateScorer.load()
+        return self._state_scorer if isinstance(self._state_scorer, StateScorer) else None
+
+    @property
+    def state_encoder(self) -> StateEncoder:
+        """Embeds agent states with this memory's encoder (memoised by text)."""
+        if self._state_encoder is None:
+            self._state_encoder = StateEncoder(self.encoder)
+        return self._state_encoder
+
+    def _sam_inputs(
+        self, namespace: str, pool: _Pool, scores: npt.NDArray[np.float64], cfg: SearchConfig
+    ) -> tuple[Candidates, npt.NDArray[np.float64], int]:
+        """(candidates, content scores in [0, 1], distinct query terms) for the state scorer."""
+        content = scores if cfg.fusion is Fusion.LEARNED else scores / max(float(scores.max()), 1e-12)
+        newest = self.store.list_records(namespace, RecordFilter(tiers=None), limit=1, order="recent")
+        cands = candidates_from_records(
+            pool.records,
+            newest_position=newest[0].seq if newest and newest[0].seq is not None else None,
+            newest_time=newest[0].event_time if newest else None,
+        )
+        return cands, content, len(set(pool.terms))
+
+    def _state_pool(self, namespace: str, encoded: Any, flt: RecordFilter) -> list[str]:
+        """Ids the state brings into the pool: nearest to the whole state, to the current subgoal and
+        to the last result; the core tier (mandatory records); the newest records."""
+        ids: list[str] = []
+        for vector in (encoded.whole, encoded.goal, encoded.result):
+            if vector.any():
+                ids += [h.id for h in self.store.search_vector(namespace, vector, flt, STATE_POOL)]
+        core = replace(flt, tiers=tuple(t for t in (flt.tiers or tuple(Tier)) if t is Tier.CORE))
+        if core.tiers:
+            ids += [r.id for r in self.store.list_records(namespace, core, limit=CORE_POOL, order="recent")]
+        ids += [r.id for r in self.store.list_records(namespace, flt, limit=RECENT_POOL, order="recent")]
+        return ids
+
+    def _candidates(
+        self, query: str, namespace: str, flt: RecordFilter, cfg: SearchConfig, extra: Sequence[str] = ()
+    ) -> _Pool:
         terms = query_terms(query)
         lexical: list[ScoredId] = []
         dense_hits: list[ScoredId] = []
@@ -930,7 +1016,7 @@ class Memory:
         if cfg.mode is not SearchMode.LEXICAL and self.store.supports_vector:
             qvec = self.encoder.encode([query])[0]
             dense_hits = self.store.search_vector(namespace, qvec, flt, cfg.candidates)
-        ids = list(dict.fromkeys([h.id for h in lexical] + [h.id for h in dense_hits]))
+        ids = list(dict.fromkeys([h.id for h in lexical] + [h.id for h in dense_hits] + list(extra)))
         records = self.store.get(namespace, ids)
         via_neighbor = [False] * len(records)
         if cfg.neighbors and records:
@@ -938,13 +1024,13 @@ class Memory:
             seqs = {seq for _, seq in wanted}
             known = {r.id for r in records}
             if seqs:
-                extra = [
+                neighbours = [
                     r
                     for r in self.store.list_records(namespace, _with_seqs(flt, seqs))
                     if r.id not in known and (r.segment, r.seq) in wanted
                 ]
-                records.extend(extra)
-                via_neighbor.extend([True] * len(extra))
+                records.extend(neighbours)
+                via_neighbor.extend([True] * len(neighbours))
         return _Pool.build(
             records=records,
             via_neighbor=via_neighbor,
@@ -1006,8 +1092,6 @@ def _check_text(text: str, name: str) -> None:
 
 
 def _with_seqs(flt: RecordFilter, seqs: Iterable[int]) -> RecordFilter:
-    from dataclasses import replace
-
     return replace(flt, seqs=tuple(sorted(seqs)))
 
 

@@ -153,7 +153,8 @@ class RequireCurrent:
 
 @dataclass(frozen=True, slots=True)
 class ListRecords:
-    """Result: list of records matching ``filter``, ordered by ``order`` ("seq", "created", "event")."""
+    """Result: list of records matching ``filter``, ordered by ``order``: "seq", "created", "event",
+    or "recent" (newest written first)."""
 
     namespace: str
     filter: RecordFilter = RecordFilter()

@@ -397,9 +397,10 @@ class SQLiteStore(Store):
             "created": "rowid",
             "seq": "seq IS NULL, seq, rowid",
             "event": "event_time IS NULL, event_time, seq, rowid",
+            "recent": "rowid DESC",
         }.get(op.order)
         if order is None:
-            raise InvalidInput(f"order: {op.order!r} is not one of created, seq, event")
+            raise InvalidInput(f"order: {op.order!r} is not one of created, seq, event, recent")
         sql = f"SELECT {_COLUMNS} FROM records WHERE {where} ORDER BY {order}"
         if op.limit is not None:
             sql += f" LIMIT {int(op.limit)}"

@@ -1,0 +1,161 @@
+"""Training and cross-validated evaluation of the state-adaptive scorer (:mod:`retain.sam`).
+
+Each probe of a ``retain-scenario/1`` file becomes one :class:`~retain.sam.SamExample`: the scenario is
+replayed into a fresh :class:`~retain.Memory` (events added in order with their role, time, position
+and the agent state at the event; ``gold`` is never read), and at the probe the candidate pool is built
+exactly as :meth:`retain.Memory.search` builds it for a state-carrying search. Labels are the probe's
+``needed`` events. Scoring figures count needed events missing from the pool as misses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retain.basis import Encoder
+from retain.errors import InvalidInput
+from retain.memory import Memory
+from retain.retrieve import PRESETS
+from retain.sam import SamExample, StateScorer, is_terse, train_state_scorer
+from retain.state import AgentState
+from retain.store.base import HOT_TIERS, RecordFilter
+
+__all__ = ["ProbeExample", "cross_validate", "probe_examples", "rank_metrics", "scenario_files"]
+
+EVENT_KEY = "event_id"
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeExample:
+    """A :class:`SamExample` with what the figures need: the pool's event ids, all needed event ids."""
+
+    example: SamExample
+    event_ids: tuple[str, ...]
+    needed: frozenset[str]
+    query: str
+
+
+def scenario_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Every ``*.json`` under the given files or folders, sorted. Raises InvalidInput when none."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        out.extend(sorted(p.glob("*.json")) if p.is_dir() else [p])
+    if not out:
+        raise InvalidInput(f"no scenario files under {[str(p) for p in paths]}")
+    return out
+
+
+def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample]:
+    """Replay each scenario file and return one example per probe (see the module docstring)."""
+    out: list[ProbeExample] = []
+    cfg = PRESETS["default"]
+    flt = RecordFilter(tiers=HOT_TIERS)
+    for path in files:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        sid = str(doc.get("id") or path.stem)
+        order = {e["id"]: i for i, e in enumerate(doc["events"])}
+        probes = sorted(doc.get("probes", []), key=lambda p: order[p["after"]])
+        with Memory(encoder=encoder, state_scorer=False) as mem:
+            done = -1
+            for probe in probes:
+                for i in range(done + 1, order[probe["after"]] + 1):
+                    ev = doc["events"][i]
+                    mem.add(
+                        ev["text"],
+                        namespace=sid,
+                        role=ev.get("role") or "user",
+                        event_time=ev.get("t"),
+                        seq=i,
+                        source=f"scenario:{sid}:{ev['id']}",
+                        metadata={EVENT_KEY: ev["id"]},
+                        state=ev.get("state"),
+                        actor="eval",
+                    )
+                done = max(done, order[probe["after"]])
+                state = AgentState.from_dict(probe.get("state"))
+                encoded = mem.state_encoder.encode(state)
+                pool = mem._candidates(probe["query"], sid, flt, cfg, extra=mem._state_pool(sid, encoded, flt))
+                scores = mem._fuse(pool, cfg)
+                cands, content, n_terms = mem._sam_inputs(sid, pool, scores, cfg)
+                ids = tuple(str(r.metadata.get(EVENT_KEY)) for r in pool.records)
+                needed = frozenset(probe.get("needed", []))
+                example = SamExample(
+                    state=encoded,
+                    phase=state.phase,
+                    cands=cands,
+                    content=np.asarray(content, dtype=np.float64),
+                    needed=np.array([i in needed for i in ids], dtype=bool),
+                    query_terms=n_terms,
+                    terse=is_terse(probe["query"], n_terms),
+                    group=sid,
+                )
+                out.append(ProbeExample(example, ids, needed, probe["query"]))
+    return out
+
+
+def rank_metrics(probes: Sequence[ProbeExample], scorer: StateScorer | None) -> dict[str, Any]:
+    """recall@5, recall@10 and MRR (of the first needed event) over all probes and over terse ones.
+
+    ``scorer`` None ranks by the content score alone (the content-only baseline on the same pools).
+    """
+    rows = []
+    for p in probes:
+        e = p.example
+        if not p.needed:
+            continue
+        if scorer is None:
+            scores = e.content
+        else:
+            scores, _, _ = scorer.score(e.state, e.phase, e.cands, e.content, query_terms=e.query_terms,
+                                        terse=e.terse)
+        ranked = [p.event_ids[i] for i in np.argsort(-scores, kind="stable")]
+        first = next((r for r, eid in enumerate(ranked, start=1) if eid in p.needed), None)
+        rows.append(
+            {
+                "terse": e.terse,
+                "recall@5": len(set(ranked[:5]) & p.needed) / len(p.needed),
+                "recall@10": len(set(ranked[:10]) & p.needed) / len(p.needed),
+                "mrr": 1.0 / first if first else 0.0,
+            }
+        )
+
+    def mean(group: list[dict[str, Any]]) -> dict[str, Any]:
+        if not group:
+            return {"probes": 0}
+        return {"probes": len(group)} | {m: round(float(np.mean([r[m] for r in group])), 4)
+                                         for m in ("recall@5", "recall@10", "mrr")}
+
+    return {"all": mean(rows), "terse": mean([r for r in rows if r["terse"]])}
+
+
+def cross_validate(probes: Sequence[ProbeExample], **train_kwargs: Any) -> dict[str, Any]:
+    """Leave-one-scenario-out: fit on the other scenarios' probes, score the held-out scenario's."""
+    groups = sorted({p.example.group for p in probes})
+    held_out: list[tuple[ProbeExample, StateScorer]] = []
+    for g in groups:
+        model = train_state_scorer([p.example for p in probes if p.example.group != g], **train_kwargs)
+        held_out += [(p, model) for p in probes if p.example.group == g]
+    rows = []
+    for p, model in held_out:
+        rows.append((p, model))
+    # score each held-out probe with its own fold's model
+    merged: dict[str, list[dict[str, Any]]] = {"all": [], "terse": []}
+    for p, model in rows:
+        m = rank_metrics([p], model)
+        if m["all"]["probes"]:
+            merged["all"].append(m["all"])
+            if p.example.terse:
+                merged["terse"].append(m["all"])
+
+    def pool(group: list[dict[str, Any]]) -> dict[str, Any]:
+        if not group:
+            return {"probes": 0}
+        return {"probes": len(group)} | {m: round(float(np.mean([r[m] for r in group])), 4)
+                                         for m in ("recall@5", "recall@10", "mrr")}
+
+    return {"all": pool(merged["all"]), "terse": pool(merged["terse"])}

@@ -1,0 +1,503 @@
+"""State-adaptive memory scoring (SAM): the agent's task state, not only the query words, ranks memory.
+
+For a candidate memory m with embedding e (L2-normalised, (d,) float32) and an encoded state S
+(:class:`~retain.state.EncodedState`)::
+
+    w(S)        = 1 + W2 tanh(W1 [s_whole ; s_phase])                 state-generated reweighting, (d,)
+    reweighted  = cos(w(S) * e, s_part) for s_part in (whole, goal, result)
+    prior       = onehot(type(m)) . (b + B tanh(P^T s_phase))          learned type x phase prior
+    state_score = sigmoid(theta . x(S, m) + gamma . reweighted + prior)
+    alpha       = sigmoid(a . [1, log(1 + query terms), terse, top content, phase known])   (0 without a state)
+    score       = alpha * state_score + (1 - alpha) * content_score(query, m)
+
+``x(S, m)`` are cheap state features (:data:`STATE_FEATURES`): plain cosines of e to each state part,
+recency in stream positions and in event time (exponential decay, configurable half-life), whether m
+was written in the current phase, observations of an earlier phase (suppression), the core tier,
+importance and use. ``content_score`` is the learned fusion of :mod:`retain.retrieve`. ``s_phase`` is
+the phase name's embedding plus a learned vector for phases seen in training (none for unseen ones:
+the hit breakdown then says ``phase_known = 0``). All parameters are fitted by
+:func:`train_state_scorer` on (state, needed memory) pairs from scenario files (a listwise softmax
+loss, Adam, L2 penalty) and evaluated on scenario files they were not fitted on.
+
+Scoring is numpy only: for n candidates it costs a few (n, d) x (d,) products.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from retain.errors import InvalidInput
+from retain.record import MemoryRecord, MemoryType, Tier
+from retain.state import EncodedState
+
+__all__ = [
+    "DEFAULT_HALF_LIFE_S",
+    "STATE_FEATURES",
+    "Candidates",
+    "SamExample",
+    "StateScorer",
+    "candidates_from_records",
+    "is_terse",
+    "train_state_scorer",
+]
+
+FloatArray = npt.NDArray[np.float64]
+
+STATE_FEATURES: tuple[str, ...] = (
+    "goal_cos",
+    "result_cos",
+    "constraint_max",
+    "open_max",
+    "whole_cos",
+    "latest",
+    "log_age_events",
+    "time_decay",
+    "same_phase",
+    "earlier_phase_observation",
+    "core",
+    "importance",
+    "log_access",
+)
+TYPES: tuple[MemoryType, ...] = tuple(MemoryType)
+DEFAULT_HALF_LIFE_S = 3 * 24 * 3600.0
+"""Default half-life of the event-time decay feature: 3 days (seconds)."""
+PHASE_KEY = "phase"
+"""Metadata key under which :meth:`retain.Memory.add` records the phase the record was written in."""
+_REWEIGHTED = ("whole_rw", "goal_rw", "result_rw")
+_ALPHA_INPUTS = ("bias", "log_query_terms", "terse", "top_content", "phase_known")
+TERSE_WORDS = 4
+
+
+def is_terse(query: str, n_terms: int) -> bool:
+    """A terse query: at most 4 words, or no content terms after stop-word removal ("ok, continue")."""
+    return len(query.split()) <= TERSE_WORDS or n_terms == 0
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """What SAM needs of n candidate memories.
+
+    Attributes:
+        vectors: (n, d) float32, L2-normalised embeddings.
+        types: (n,) int index into :data:`TYPES`.
+        positions: (n,) float64 stream position (``seq``, else arrival order); higher = later.
+        times: (n,) float64 event time (POSIX seconds, UTC) or NaN when unknown.
+        phases: phase each record was written in (None when unknown).
+        core, importance, access: (n,) float64.
+        newest_position, newest_time: of the whole namespace (not only the candidates).
+    """
+
+    vectors: npt.NDArray[np.float32]
+    types: npt.NDArray[np.intp]
+    positions: FloatArray
+    times: FloatArray
+    phases: tuple[str | None, ...]
+    core: FloatArray
+    importance: FloatArray
+    access: FloatArray
+    newest_position: float
+    newest_time: float
+
+
+def candidates_from_records(
+    records: Sequence[MemoryRecord], *, newest_position: float | None = None, newest_time: datetime | None = None
+) -> Candidates:
+    """Build :class:`Candidates`; records without ``seq`` take their index in ``records`` as position.
+
+    Raises:
+        InvalidInput: a record without an embedding, or embeddings of different widths.
+    """
+    dims = {r.embedding.shape[0] if r.embedding is not None else None for r in records}
+    if None in dims or len(dims) > 1:
+        raise InvalidInput("candidates: every record needs an embedding, all of one width")
+    dim = next(iter(dims)) if dims else 0
+    vectors = np.zeros((len(records), dim or 0), dtype=np.float32)
+    for i, r in enumerate(records):
+        vectors[i] = r.embedding
+    positions = np.array([float(r.seq) if r.seq is not None else float(i) for i, r in enumerate(records)])
+    times = np.array([r.event_time.timestamp() if r.event_time is not None else math.nan for r in records])
+    known = times[~np.isnan(times)]
+    return Candidates(
+        vectors=vectors,
+        types=np.array([TYPES.index(r.type) for r in records], dtype=np.intp),
+        positions=positions,
+        times=times,
+        phases=tuple(_phase_of(r) for r in records),
+        core=np.array([1.0 if r.tier is Tier.CORE else 0.0 for r in records]),
+        importance=np.array([r.importance for r in records], dtype=np.float64),
+        access=np.array([math.log1p(r.access_count) for r in records], dtype=np.float64),
+        newest_position=float(newest_position if newest_position is not None else positions.max(initial=0.0)),
+        newest_time=(
+            newest_time.timestamp() if newest_time is not None else float(known.max()) if known.size else math.nan
+        ),
+    )
+
+
+def _phase_of(record: MemoryRecord) -> str | None:
+    value = record.metadata.get(PHASE_KEY)
+    return value if isinstance(value, str) and value else None
+
+
+def state_features(
+    state: EncodedState, phase: str | None, cands: Candidates, *, half_life_s: float = DEFAULT_HALF_LIFE_S
+) -> FloatArray:
+    """(n, len(STATE_FEATURES)) float64 features of each candidate under ``state``."""
+    E = cands.vectors.astype(np.float64)
+    n = E.shape[0]
+    out = np.zeros((n, len(STATE_FEATURES)))
+    if n == 0:
+        return out
+    col = {name: i for i, name in enumerate(STATE_FEATURES)}
+    out[:, col["goal_cos"]] = E @ state.goal
+    out[:, col["result_cos"]] = E @ state.result
+    if len(state.constraints):
+        out[:, col["constraint_max"]] = (E @ state.constraints.T.astype(np.float64)).max(axis=1)
+    if len(state.open):
+        out[:, col["open_max"]] = (E @ state.open.T.astype(np.float64)).max(axis=1)
+    out[:, col["whole_cos"]] = E @ state.whole
+    age = np.maximum(cands.newest_position - cands.positions, 0.0)
+    out[:, col["latest"]] = (age == 0).astype(np.float64)
+    out[:, col["log_age_events"]] = np.log1p(age)
+    if not math.isnan(cands.newest_time):
+        dt = np.maximum(cands.newest_time - cands.times, 0.0)
+        out[:, col["time_decay"]] = np.where(np.isnan(dt), 0.5, np.exp(-math.log(2) * dt / half_life_s))
+    else:
+        out[:, col["time_decay"]] = 0.5
+    if phase:
+        same = np.array([1.0 if p == phase else 0.0 if p else 0.5 for p in cands.phases])
+        out[:, col["same_phase"]] = same
+        obs = cands.types == TYPES.index(MemoryType.OBSERVATION)
+        out[:, col["earlier_phase_observation"]] = obs & (same == 0.0)
+    else:
+        out[:, col["same_phase"]] = 0.5
+    out[:, col["core"]] = cands.core
+    out[:, col["importance"]] = cands.importance
+    out[:, col["log_access"]] = cands.access
+    return out
+
+
+def _rows(value: Any, shape: tuple[int, ...], name: str) -> FloatArray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != shape or not np.all(np.isfinite(arr)):
+        raise InvalidInput(f"state scorer: {name} must be finite with shape {shape}, got {arr.shape}")
+    return arr
+
+
+class StateScorer:
+    """The learned SAM scorer (see the module docstring for the model).
+
+    Args:
+        params: arrays by name (``theta`` (F,), ``gamma`` (3,), ``type_bias`` (T,), ``B`` (T, r2),
+            ``P`` (d, r2), ``W1`` (r, 2d), ``W2`` (d, r), ``alpha`` (5,), ``mean``/``scale`` (F,)).
+        phases: learned vector per phase seen in training, name -> (d,).
+        half_life_s: half-life of the event-time decay feature (seconds).
+        meta: free-form training record (data, command, figures).
+
+    Raises:
+        InvalidInput: missing, non-finite or mis-shaped parameters.
+    """
+
+    def __init__(
+        self,
+        params: Mapping[str, Any],
+        *,
+        phases: Mapping[str, Any] | None = None,
+        half_life_s: float = DEFAULT_HALF_LIFE_S,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not (isinstance(half_life_s, int | float) and half_life_s > 0 and math.isfinite(half_life_s)):
+            raise InvalidInput(f"half_life_s: must be a positive number of seconds, got {half_life_s!r}")
+        f, t = len(STATE_FEATURES), len(TYPES)
+        try:
+            d = int(np.asarray(params["P"]).shape[0])
+            r2 = int(np.asarray(params["P"]).shape[1])
+            r = int(np.asarray(params["W1"]).shape[0])
+            self.theta = _rows(params["theta"], (f,), "theta")
+            self.gamma = _rows(params["gamma"], (len(_REWEIGHTED),), "gamma")
+            self.type_bias = _rows(params["type_bias"], (t,), "type_bias")
+            self.B = _rows(params["B"], (t, r2), "B")
+            self.P = _rows(params["P"], (d, r2), "P")
+            self.W1 = _rows(params["W1"], (r, 2 * d), "W1")
+            self.W2 = _rows(params["W2"], (d, r), "W2")
+            self.alpha = _rows(params["alpha"], (len(_ALPHA_INPUTS),), "alpha")
+            self.mean = _rows(params["mean"], (f,), "mean")
+            self.scale = _rows(params["scale"], (f,), "scale")
+            self.bias = float(params.get("bias", 0.0))
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise InvalidInput(f"state scorer: bad parameters ({exc})") from exc
+        if np.any(self.scale <= 0):
+            raise InvalidInput("state scorer: scale must be > 0")
+        self.dim = d
+        self.phases = {str(k): _rows(v, (d,), f"phases[{k!r}]") for k, v in (phases or {}).items()}
+        self.half_life_s = float(half_life_s)
+        self.meta = dict(meta or {})
+
+    # --- scoring ----------------------------------------------------------------------------------
+
+    def phase_vector(self, state: EncodedState, phase: str | None) -> tuple[FloatArray, bool]:
+        """s_phase and whether the phase was seen in training."""
+        base = state.phase.astype(np.float64)
+        learned = self.phases.get(phase) if phase else None
+        return (base + learned, True) if learned is not None else (base, False)
+
+    def score(
+        self,
+        state: EncodedState,
+        phase: str | None,
+        cands: Candidates,
+        content: FloatArray,
+        *,
+        query_terms: int,
+        terse: bool,
+        empty_state: bool = False,
+    ) -> tuple[FloatArray, dict[str, FloatArray], float]:
+        """Score n candidates.
+
+        Args:
+            state: the encoded state; phase: its phase name (None when unknown).
+            cands: the candidates; content: (n,) content scores in [0, 1] (higher = more relevant).
+            query_terms: distinct content terms of the query; terse: :func:`is_terse` of the query.
+            empty_state: the state carries nothing: alpha = 0 (content scoring only).
+
+        Returns:
+            (final (n,) float64 in [0, 1], higher = more relevant; breakdown name -> (n,) arrays
+            ``content``, ``state``, ``prior``, ``importance``, ``alpha``, ``phase_known``; alpha).
+
+        Raises:
+            InvalidInput: the candidates' width differs from the model's, or content has another length.
+        """
+        n = cands.vectors.shape[0]
+        content = np.asarray(content, dtype=np.float64)
+        if content.shape != (n,):
+            raise InvalidInput(f"content: expected ({n},) scores, got {content.shape}")
+        if n and cands.vectors.shape[1] != self.dim:
+            raise InvalidInput(f"candidates: {cands.vectors.shape[1]} dims, the state scorer expects {self.dim}")
+        s_phase, known = self.phase_vector(state, phase)
+        x = (state_features(state, phase, cands, half_life_s=self.half_life_s) - self.mean) / self.scale
+        reweighted = self._reweighted(cands.vectors, state, s_phase)
+        h = np.tanh(s_phase @ self.P)
+        prior = (self.type_bias + self.B @ h)[cands.types] if n else np.zeros(0)
+        logit = x @ self.theta + reweighted @ self.gamma + prior + self.bias
+        state_score = 1.0 / (1.0 + np.exp(-np.clip(logit, -30, 30)))
+        top = float(content.max()) if n else 0.0
+        if empty_state:
+            alpha = 0.0
+        else:
+            z = self.alpha @ np.array([1.0, math.log1p(query_terms), float(terse), top, float(known)])
+            alpha = float(1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z)))))
+        final = alpha * state_score + (1.0 - alpha) * content
+        breakdown = {
+            "content": content,
+            "state": state_score,
+            "prior": prior,
+            "importance": cands.importance,
+            "alpha": np.full(n, alpha),
+            "phase_known": np.full(n, float(known)),
+        }
+        return final, breakdown, alpha
+
+    def _reweighted(self, E32: npt.NDArray[np.float32], state: EncodedState, s_phase: FloatArray) -> FloatArray:
+        """(n, 3) cos(w * e, s_part) for s_part in whole, goal, result (0 for absent parts)."""
+        n = E32.shape[0]
+        if n == 0:
+            return np.zeros((0, len(_REWEIGHTED)))
+        w = 1.0 + self.W2 @ np.tanh(self.W1 @ np.concatenate([state.whole, s_phase]))
+        E = E32.astype(np.float64)
+        norms = np.sqrt(np.maximum((E * E) @ (w * w), 1e-12))
+        out = np.zeros((n, len(_REWEIGHTED)))
+        for j, part in enumerate((state.whole, state.goal, state.result)):
+            p = part.astype(np.float64)
+            pn = float(np.linalg.norm(p))
+            if pn > 0:
+                out[:, j] = (E @ (w * p)) / (norms * pn)
+        return out
+
+    # --- persistence ------------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """Serialise to JSON (parameters rounded to 6 decimals)."""
+        names = ("theta", "gamma", "type_bias", "B", "P", "W1", "W2", "alpha", "mean", "scale")
+        doc = {
+            "format": "retain-sam/1",
+            "features": list(STATE_FEATURES),
+            "types": [t.value for t in TYPES],
+            "half_life_s": self.half_life_s,
+            "bias": round(self.bias, 6),
+            "params": {k: np.round(getattr(self, k), 6).tolist() for k in names},
+            "phases": {k: np.round(v, 6).tolist() for k, v in self.phases.items()},
+            "meta": self.meta,
+        }
+        return json.dumps(doc)
+
+    @classmethod
+    def from_json(cls, text: str) -> StateScorer:
+        """Inverse of :meth:`to_json`. Raises InvalidInput on another format or feature set."""
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"state scorer: not JSON ({exc})") from exc
+        if not isinstance(doc, dict) or doc.get("format") != "retain-sam/1":
+            raise InvalidInput("state scorer: not a retain-sam/1 document")
+        if doc.get("features") != list(STATE_FEATURES) or doc.get("types") != [t.value for t in TYPES]:
+            raise InvalidInput("state scorer: fitted on another feature or type set; retrain it (retain train-sam)")
+        params = dict(doc["params"]) | {"bias": doc.get("bias", 0.0)}
+        return cls(params, phases=doc.get("phases"), half_life_s=doc.get("half_life_s", DEFAULT_HALF_LIFE_S),
+                   meta=doc.get("meta"))
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> StateScorer:
+        """Load from ``path``, or the model shipped in ``retain/models/sam.json``."""
+        if path is None:
+            text = resources.files("retain").joinpath("models/sam.json").read_text(encoding="utf-8")
+        else:
+            text = Path(path).read_text(encoding="utf-8")
+        return cls.from_json(text)
+
+    def save(self, path: str | Path) -> None:
+        """Write :meth:`to_json` to ``path``."""
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+
+# --- training -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SamExample:
+    """One probe for training: the state, its candidates with content scores, and which are needed.
+
+    Attributes:
+        state: encoded state; phase: its phase name. cands: candidates; content: (n,) in [0, 1].
+        needed: (n,) bool. query_terms, terse: as :meth:`StateScorer.score`. group: the scenario id
+            (folds never split a scenario).
+    """
+
+    state: EncodedState
+    phase: str | None
+    cands: Candidates
+    content: FloatArray
+    needed: npt.NDArray[np.bool_]
+    query_terms: int
+    terse: bool
+    group: str
+
+
+def train_state_scorer(
+    examples: Sequence[SamExample],
+    *,
+    rank: int = 8,
+    prior_rank: int = 4,
+    epochs: int = 300,
+    lr: float = 0.02,
+    l2: float = 1e-3,
+    temperature: float = 0.1,
+    min_phase_groups: int = 2,
+    half_life_s: float = DEFAULT_HALF_LIFE_S,
+    seed: int = 0,
+    meta: Mapping[str, Any] | None = None,
+) -> StateScorer:
+    """Fit a :class:`StateScorer` by a listwise softmax loss over each probe's candidates.
+
+    loss = mean over probes, over needed candidates i of -log softmax(score / temperature)_i, plus
+    ``l2`` * (sum of squared weights). Adam (torch, CPU), full batch, ``epochs`` steps. A learned phase
+    vector is fitted only for phases present in at least ``min_phase_groups`` scenarios.
+
+    Raises:
+        InvalidInput: no example with a needed candidate, or mixed embedding widths.
+    """
+    import torch
+
+    usable = [e for e in examples if e.needed.any() and len(e.needed) > 0]
+    if not usable:
+        raise InvalidInput("examples: none has a needed candidate")
+    dims = {e.cands.vectors.shape[1] for e in usable}
+    if len(dims) != 1:
+        raise InvalidInput(f"examples: embeddings of several widths {sorted(dims)}")
+    d = dims.pop()
+    torch.manual_seed(seed)
+    feats = [state_features(e.state, e.phase, e.cands, half_life_s=half_life_s) for e in usable]
+    allx = np.vstack(feats)
+    mean, scale = allx.mean(axis=0), allx.std(axis=0)
+    scale[scale < 1e-6] = 1.0
+    groups_of: dict[str, set[str]] = {}
+    for e in usable:
+        if e.phase:
+            groups_of.setdefault(e.phase, set()).add(e.group)
+    learned_phases = sorted(p for p, g in groups_of.items() if len(g) >= min_phase_groups)
+    phase_index = {p: i for i, p in enumerate(learned_phases)}
+    t = len(TYPES)
+    f = len(STATE_FEATURES)
+
+    def param(*shape: int, std: float = 0.0) -> torch.Tensor:
+        return (torch.randn(*shape, dtype=torch.float64) * std).requires_grad_()
+
+    theta, gamma, type_bias = param(f), param(len(_REWEIGHTED)), param(t)
+    B, P = param(t, prior_rank, std=0.01), param(d, prior_rank, std=0.05)
+    W1, W2 = param(rank, 2 * d, std=0.02), param(d, rank)
+    alpha = torch.tensor([0.0, -0.5, 1.0, 0.0, 0.0], dtype=torch.float64, requires_grad=True)
+    bias = param(1)
+    phase_vecs = param(max(1, len(learned_phases)), d)
+    params = [theta, gamma, type_bias, B, P, W1, W2, alpha, bias, phase_vecs]
+    batch = []
+    for e, x in zip(usable, feats, strict=True):
+        batch.append(
+            (
+                torch.tensor((x - mean) / scale),
+                torch.tensor(e.cands.vectors.astype(np.float64)),
+                torch.tensor(e.cands.types),
+                torch.tensor(np.stack([e.state.whole, e.state.goal, e.state.result]).astype(np.float64)),
+                torch.tensor(e.state.phase.astype(np.float64)),
+                phase_index.get(e.phase or ""),
+                torch.tensor(e.content),
+                torch.tensor(e.needed),
+                torch.tensor([1.0, math.log1p(e.query_terms), float(e.terse), float(e.content.max()), 0.0],
+                             dtype=torch.float64),
+            )
+        )
+    opt = torch.optim.Adam(params, lr=lr)
+    for _ in range(epochs):
+        opt.zero_grad()
+        total = torch.zeros((), dtype=torch.float64)
+        for xt, E, types, parts, s_phase0, pidx, content_t, needed, ain in batch:
+            s_phase = s_phase0 + phase_vecs[pidx] if pidx is not None else s_phase0
+            if pidx is not None:
+                ain = ain.clone()
+                ain[4] = 1.0
+            w = 1.0 + W2 @ torch.tanh(W1 @ torch.cat([parts[0], s_phase]))
+            norms = torch.sqrt(torch.clamp((E * E) @ (w * w), min=1e-12))
+            pn = torch.clamp(parts.norm(dim=1), min=1e-12)
+            rw = ((E * w) @ parts.T) / (norms[:, None] * pn[None, :])
+            prior = (type_bias + B @ torch.tanh(s_phase @ P))[types]
+            s = torch.sigmoid(xt @ theta + rw @ gamma + prior + bias)
+            a = torch.sigmoid(alpha @ ain)
+            final = a * s + (1 - a) * content_t
+            logp = torch.log_softmax(final / temperature, dim=0)
+            total = total - logp[needed].mean()
+        reg = sum((p * p).sum() for p in (theta, gamma, type_bias, B, P, W1, W2, phase_vecs))
+        loss = total / len(batch) + l2 * reg
+        loss.backward()  # type: ignore[no-untyped-call]
+        opt.step()
+    out = {
+        "theta": theta.detach().numpy(),
+        "gamma": gamma.detach().numpy(),
+        "type_bias": type_bias.detach().numpy(),
+        "B": B.detach().numpy(),
+        "P": P.detach().numpy(),
+        "W1": W1.detach().numpy(),
+        "W2": W2.detach().numpy(),
+        "alpha": alpha.detach().numpy(),
+        "mean": mean,
+        "scale": scale,
+        "bias": float(bias.detach().numpy()[0]),
+    }
+    phases = {p: phase_vecs[i].detach().numpy() for p, i in phase_index.items()}
+    return StateScorer(out, phases=phases, half_life_s=half_life_s, meta=meta)
