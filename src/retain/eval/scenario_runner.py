@@ -303,9 +303,9 @@ def run_scenarios(
                     "status": "infeasible" if rep["infeasible"] else "ok",
                     "infeasible_at": rep["infeasible"]["event"] if rep["infeasible"] else None,
                     "infeasible_reason": rep["infeasible"]["message"] if rep["infeasible"] else None,
-                    "figures": None if rep["infeasible"] else _figures(
-                        rep["rows"][name], rep["type_correct"], rep["type_total"]
-                    ),
+                    "figures": None
+                    if rep["infeasible"]
+                    else _figures(rep["rows"][name], rep["type_correct"], rep["type_total"]),
                     "predicted_types": rep["predicted_types"],
                     "probes": rep["rows"][name],
                 }
