@@ -13,6 +13,7 @@ from rich.table import Table
 
 from retain.basis import DEFAULT_ENCODER, Encoder, HashingEncoder, MiniLMEncoder
 from retain.cli_audit import register as register_audit
+from retain.cli_scenarios import register as register_scenarios
 from retain.cli_utility import register as register_utility
 from retain.config import Settings
 from retain.errors import RetainError
@@ -29,6 +30,7 @@ eval_app = typer.Typer(
 app.add_typer(eval_app, name="eval")
 register_audit(app)
 register_utility(app)
+register_scenarios(eval_app)
 
 ALL_POLICIES = "fifo,lru,random,utility,knapsack,lookahead,oracle"
 

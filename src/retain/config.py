@@ -22,12 +22,15 @@ class Settings:
         cache_dir: where downloaded evaluation data is cached (``RETAIN_CACHE``, default
             ``$XDG_CACHE_HOME/retain`` or ``~/.cache/retain``).
         encoder: encoder for new CLI stores (``RETAIN_ENCODER``: "minilm" or "hashing-<dim>").
+        scenarios_path: a scenario file or folder for ``retain eval scenarios`` (``RETAIN_SCENARIOS``),
+            or None.
     """
 
     db_path: Path = DEFAULT_DB_PATH
     locomo_path: Path | None = None
     cache_dir: Path = Path.home() / ".cache" / "retain"
     encoder: str = "minilm"
+    scenarios_path: Path | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -44,4 +47,5 @@ class Settings:
             locomo_path=Path(env["RETAIN_LOCOMO"]) if env.get("RETAIN_LOCOMO") else None,
             cache_dir=cache,
             encoder=env.get("RETAIN_ENCODER") or "minilm",
+            scenarios_path=Path(env["RETAIN_SCENARIOS"]) if env.get("RETAIN_SCENARIOS") else None,
         )

@@ -1,0 +1,134 @@
+"""CLI command ``retain eval scenarios`` (:mod:`retain.eval.scenario_runner`).
+
+Added to the ``eval`` group by :func:`register` (``retain.cli`` calls it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from retain.config import Settings
+from retain.errors import RetainError
+
+__all__ = ["register"]
+
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+FIGURES = ("recall@5", "recall@10", "mrr", "forbidden_rate", "integrity", "integrity_min")
+HEADERS = ("r@5", "r@10", "MRR", "forb.", "integ.", "int. min")
+
+
+def register(eval_app: typer.Typer) -> None:
+    """Add ``scenarios`` to the ``eval`` group."""
+    eval_app.command("scenarios")(eval_scenarios)
+
+
+def _parse_budgets(budget: str | None) -> list[int]:
+    if not budget:
+        return []
+    try:
+        values = [int(x) for x in budget.split(",") if x.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(f"--budget: {budget!r} is not a comma-separated list of whole numbers") from exc
+    if any(v < 0 for v in values) or len(set(values)) != len(values):
+        raise typer.BadParameter("--budget: capacities must be distinct whole numbers >= 0 (records)")
+    return values
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def eval_scenarios(
+    data: Annotated[
+        Path | None,
+        typer.Option(help="A retain-scenario/1 JSON file or a folder of them; default $RETAIN_SCENARIOS."),
+    ] = None,
+    budget: Annotated[
+        str | None, typer.Option(help="Also run with these hot-memory capacities, in records, e.g. 10,20,40.")
+    ] = None,
+    retriever: Annotated[str, typer.Option(help="Retrievers to compare, comma-separated (e.g. content).")] = "content",
+    policy: Annotated[str, typer.Option(help="Budget policy (with --budget): utility, fifo, lru, ...")] = "utility",
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write figures and per-probe rankings here.")] = None,
+    per_scenario: Annotated[bool, typer.Option(help="Also print one row per scenario.")] = True,
+    encoder: Annotated[str, typer.Option(help="'minilm' (default) or 'hashing-<dim>' (smoke runs).")] = "minilm",
+) -> None:
+    """Replay scenario files (retain-scenario/1) and score every probe: recall@5/10, MRR, forbidden
+    rate, constraint integrity and type accuracy, overall and for terse probes, for the full memory
+    and each --budget."""
+    from retain.budget import BUDGET_POLICIES
+    from retain.cli import make_encoder
+    from retain.eval.report import write_json
+    from retain.eval.scenario_runner import K, run_scenarios
+    from retain.eval.scenarios import load_scenarios
+
+    budgets = _parse_budgets(budget)
+    names = [r.strip() for r in retriever.split(",") if r.strip()]
+    if policy not in BUDGET_POLICIES:
+        raise typer.BadParameter(f"--policy: {policy!r} is not one of {sorted(BUDGET_POLICIES)}")
+    path = data if data is not None else Settings.from_env().scenarios_path
+    if path is None:
+        raise typer.BadParameter("--data: give a scenario file or folder (or set $RETAIN_SCENARIOS)")
+    try:
+        scenarios = load_scenarios(path)
+        enc = make_encoder(encoder)
+        err_console.print(f"scenarios: {path} ({len(scenarios)} files), encoder {enc.name}")
+        result = run_scenarios(scenarios, enc, budgets=budgets, retrievers=names, policy=policy, dataset=str(path))
+    except RetainError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(code=2) from exc
+    table = Table(
+        title=f"Scenarios: {result['scenarios']} files, {result['events']} events, {result['probes']} probes "
+        f"({result['terse_probes']} terse); top-{K}"
+    )
+    for col in ("budget", "retriever", "feasible", *HEADERS, "type acc", "terse r@5", "terse r@10", "terse MRR",
+                "terse forb."):  # fmt: skip
+        table.add_column(col, no_wrap=True)
+    for run in result["runs"]:
+        all_, terse = run["overall"]["all"], run["overall"]["terse"]
+        table.add_row(
+            "full" if run["budget"] is None else f"{run['budget']:g}",
+            run["retriever"],
+            run["feasible"],
+            *(_cell(all_[m]) for m in FIGURES),
+            _cell(run["overall"]["type_accuracy"]),
+            *(_cell(terse[m]) for m in ("recall@5", "recall@10", "mrr", "forbidden_rate")),
+        )
+    console.print(table)
+    for run in result["runs"]:
+        for item in run["infeasible"]:
+            console.print(
+                f"budget {run['budget']:g}: {item['scenario']} infeasible at event {item['event']} "
+                "(predicted hard constraints exceed the capacity; excluded from that budget's overall row)"
+            )
+    if per_scenario:
+        detail = Table(title="Per scenario")
+        for col in ("budget", "retriever", "scenario", "probes", *HEADERS, "type acc", "t. r@10"):
+            detail.add_column(col, no_wrap=True)
+        for run in result["runs"]:
+            for sc in run["scenarios"]:
+                head = ["full" if run["budget"] is None else f"{run['budget']:g}", run["retriever"], sc["id"]]
+                if sc["figures"] is None:
+                    detail.add_row(*head, "–", f"infeasible at {sc['infeasible_at']}", *("–" for _ in range(7)))
+                    continue
+                fig = sc["figures"]
+                detail.add_row(
+                    *head,
+                    str(fig["all"]["probes"]),
+                    *(_cell(fig["all"][m]) for m in FIGURES),
+                    _cell(fig["type_accuracy"]),
+                    _cell(fig["terse"]["recall@10"]),
+                )
+        console.print(detail)
+    if json_out is not None:
+        write_json(result, json_out)
+        console.print(f"json: {json_out}")

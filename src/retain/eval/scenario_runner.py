@@ -1,0 +1,340 @@
+"""``retain eval scenarios``: replay scenario files into memory and score every probe.
+
+Each scenario (:mod:`retain.eval.scenarios`) is replayed into its own namespace (the scenario id)
+of one :class:`~retain.memory.Memory` per capacity budget (plus one without a budget, the full
+memory), all sharing one encoder (wrapped in :class:`~retain.eval.streams.CachingEncoder`, so each
+text is embedded once across budgets). Events are added one by one, in order, with
+``content=text``, ``role``, ``event_time=t``, ``seq`` = position and
+``source="scenario:<scenario id>:<event id>"`` and *no type*: the classifier predicts it. ``gold`` is
+never passed to the memory or to a retriever; it is read only to score.
+
+After event ``after`` of a probe is ingested, every retriever is asked for the top :data:`K`
+(= 10) with the probe's query and state. A hit is mapped back to its event through the record's
+``source`` (so a deduplicated add, which returns the id of an earlier identical record, maps to
+that earlier event; split parts of one event count once, at their best rank).
+
+Figures (the spec's definitions; all "higher = better" except ``forbidden_rate``):
+
+* ``recall@5``, ``recall@10`` — mean over probes of |needed ∩ top-k| / |needed|;
+* ``mrr`` — mean of 1 / rank of the first needed event in the top 10 (0 when none);
+  probes with an empty ``needed`` are skipped for recall and MRR and counted (``no_needed``);
+* ``forbidden_rate`` — share of all probes whose top 10 holds a ``forbidden`` event presented as
+  current (its record not marked superseded);
+* ``integrity`` — share of (probe, constraint) pairs where the constraint is held in hot memory
+  (tier ``core`` or ``dynamic``, record current) at the probe. The constraints of a probe are the
+  events with gold type ``hard_constraint`` already ingested and not superseded by gold
+  (``gold.supersedes`` of an event ingested by then). ``integrity_min`` is the lowest per-probe share.
+  The goal is 1.0 at every budget; in the full memory it is 1.0 unless the memory itself
+  superseded a constraint;
+* ``type_accuracy`` — share of events whose predicted record type equals ``gold.type``.
+
+Overall figures pool the probes (and events) of every scenario (micro-averages). ``terse`` and
+``non_terse`` repeat the probe figures over terse probes only (:func:`~retain.eval.scenarios.is_terse`)
+and the others. Under a budget, an add may raise :class:`~retain.errors.BudgetInfeasible` (the
+predicted hard constraints alone exceed the capacity): that scenario's replay stops there, it is
+reported as infeasible at that event with no figures, and the overall figures of that budget are
+over the feasible scenarios only (``feasible`` says how many).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from tqdm import tqdm
+
+from retain.basis import Encoder
+from retain.budget import Budget
+from retain.errors import BudgetInfeasible, InvalidInput
+from retain.eval.metrics import mean_or_none, recall_at_k, reciprocal_rank
+from retain.eval.scenarios import Probe, Scenario
+from retain.eval.streams import CachingEncoder
+from retain.memory import Memory
+from retain.record import MemoryRecord, MemoryType, Tier
+from retain.retrieve import Hit
+
+__all__ = [
+    "RETRIEVERS",
+    "K",
+    "Retriever",
+    "content_retriever",
+    "get_retriever",
+    "register_retriever",
+    "run_scenarios",
+    "summarise_probes",
+]
+
+K = 10
+"""Depth of every ranking asked for, and the k of ``forbidden_rate``."""
+
+PROBE_METRICS = ("recall@5", "recall@10", "mrr", "forbidden_rate", "integrity", "integrity_min")
+
+
+class Retriever(Protocol):
+    """Ranks memories for a probe: ``(memory, namespace, query, state, k) -> hits``, best first.
+
+    ``state`` is the probe's task state as given in the scenario file (a dict; may be empty). A
+    retriever must not return more than ``k`` hits and must not read gold labels (it is never given
+    any).
+    """
+
+    def __call__(self, memory: Memory, namespace: str, query: str, state: Mapping[str, Any], k: int) -> list[Hit]: ...
+
+
+def content_retriever(memory: Memory, namespace: str, query: str, state: Mapping[str, Any], k: int) -> list[Hit]:
+    """Plain :meth:`Memory.search` on the query text (default preset, hot memory); state ignored."""
+    return memory.search(query, namespace=namespace, k=k)
+
+
+RETRIEVERS: dict[str, Retriever] = {"content": content_retriever}
+"""Retrievers by the name ``--retriever`` takes. Add one with :func:`register_retriever`."""
+
+
+def register_retriever(name: str, retriever: Retriever) -> None:
+    """Make ``retriever`` available as ``name`` (replaces an existing one of that name).
+
+    Raises:
+        InvalidInput: empty name, or a name containing a comma (the CLI splits on commas).
+    """
+    if not isinstance(name, str) or not name.strip() or "," in name:
+        raise InvalidInput(f"retriever name: a non-empty string without commas, got {name!r}")
+    RETRIEVERS[name] = retriever
+
+
+def get_retriever(name: str) -> Retriever:
+    """The retriever registered as ``name``.
+
+    Raises:
+        InvalidInput: no retriever of that name (the message lists the known ones).
+    """
+    try:
+        return RETRIEVERS[name]
+    except KeyError:
+        raise InvalidInput(f"retriever: unknown {name!r}; one of {sorted(RETRIEVERS)}") from None
+
+
+def _ranked_events(hits: Sequence[Hit], prefix: str) -> tuple[list[str], list[bool]]:
+    """Event ids of ``hits`` in rank order (each event once) and whether each hit is current."""
+    events: list[str] = []
+    current: list[bool] = []
+    for hit in hits:
+        source = hit.record.source or ""
+        eid = source[len(prefix) :] if source.startswith(prefix) else f"?{hit.record.id}"
+        if eid in events:
+            i = events.index(eid)
+            current[i] = current[i] or hit.record.is_current
+            continue
+        events.append(eid)
+        current.append(hit.record.is_current)
+    return events, current
+
+
+def _is_hot(record: MemoryRecord | None) -> bool:
+    return record is not None and record.tier is not Tier.ARCHIVE and record.is_current
+
+
+def _score_probe(probe: Probe, ranked: list[str], current: list[bool]) -> dict[str, Any]:
+    top = ranked[:K]
+    forbidden = set(probe.forbidden)
+    shown = [e for e, cur in zip(top, current[:K], strict=True) if e in forbidden and cur]
+    scored = bool(probe.needed)
+    return {
+        "top10": top,
+        "current": current[:K],
+        "recall@5": recall_at_k(top, probe.needed, 5) if scored else None,
+        "recall@10": recall_at_k(top, probe.needed, 10) if scored else None,
+        "mrr": reciprocal_rank(top, probe.needed) if scored else None,
+        "forbidden_shown": shown,
+    }
+
+
+def _replay(
+    scenario: Scenario, mem: Memory, retrievers: Mapping[str, Retriever], on_event: Callable[[], None]
+) -> dict[str, Any]:
+    """Replay one scenario into ``mem``; per-probe rows for every retriever, predicted types."""
+    ns = scenario.id
+    prefix = f"scenario:{ns}:"
+    by_after: dict[str, list[Probe]] = {}
+    for probe in scenario.probes:
+        by_after.setdefault(probe.after, []).append(probe)
+    record_of: dict[str, str] = {}
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in retrievers}
+    infeasible: dict[str, str] | None = None
+    for event in scenario.events:
+        try:
+            record_of[event.id] = mem.add(
+                event.text,
+                namespace=ns,
+                role=event.role,
+                event_time=event.t,
+                seq=event.index,
+                source=f"{prefix}{event.id}",
+                actor="eval",
+            )
+        except BudgetInfeasible as exc:
+            infeasible = {"event": event.id, "message": str(exc)}
+            break
+        finally:
+            on_event()
+        probes = by_after.get(event.id, [])
+        if not probes:
+            continue
+        records = {r.id: r for r in mem.records(namespace=ns, include_archive=True, include_superseded=True)}
+        gone = scenario.superseded_by_gold(event.index)
+        constraints = [
+            e.id
+            for e in scenario.events[: event.index + 1]
+            if e.gold is not None and e.gold.type == MemoryType.HARD_CONSTRAINT.value and e.id not in gone
+        ]
+        held = [_is_hot(records.get(record_of[c])) for c in constraints]
+        for probe in probes:
+            base = {
+                "probe": probe.id,
+                "after": probe.after,
+                "query": probe.query,
+                "terse": probe.terse,
+                "needed": list(probe.needed),
+                "forbidden": list(probe.forbidden),
+                "constraints": constraints,
+                "constraints_held": [c for c, h in zip(constraints, held, strict=True) if h],
+            }
+            for name, retriever in retrievers.items():
+                hits = retriever(mem, ns, probe.query, probe.state, K)
+                ranked, current = _ranked_events(hits, prefix)
+                rows[name].append(base | _score_probe(probe, ranked, current))
+    types: dict[str, str] = {}
+    for eid, rid in record_of.items():
+        types[eid] = mem.get(rid, namespace=ns).type.value
+    golds = {e.id: e.gold.type for e in scenario.events if e.gold is not None and e.id in types}
+    return {
+        "rows": rows,
+        "infeasible": infeasible,
+        "predicted_types": types,
+        "type_correct": sum(types[e] == g for e, g in golds.items()),
+        "type_total": len(golds),
+    }
+
+
+def summarise_probes(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Figures over per-probe rows (see the module docstring); None where nothing is measured.
+
+    Returns a dict with ``probes``, ``no_needed``, ``recall@5``, ``recall@10``, ``mrr``,
+    ``forbidden_rate``, ``integrity`` and ``integrity_min`` (floats in [0, 1], rounded to 4 places).
+    """
+    scored = [r for r in rows if r["needed"]]
+    pairs = [c in r["constraints_held"] for r in rows for c in r["constraints"]]
+    per_probe = [len(r["constraints_held"]) / len(r["constraints"]) for r in rows if r["constraints"]]
+    return {
+        "probes": len(rows),
+        "no_needed": len(rows) - len(scored),
+        "recall@5": mean_or_none([r["recall@5"] for r in scored]),
+        "recall@10": mean_or_none([r["recall@10"] for r in scored]),
+        "mrr": mean_or_none([r["mrr"] for r in scored]),
+        "forbidden_rate": mean_or_none([1.0 if r["forbidden_shown"] else 0.0 for r in rows]),
+        "integrity": mean_or_none([1.0 if p else 0.0 for p in pairs]),
+        "integrity_min": round(min(per_probe), 4) if per_probe else None,
+    }
+
+
+def _figures(rows: Sequence[Mapping[str, Any]], correct: int, total: int) -> dict[str, Any]:
+    return {
+        "all": summarise_probes(rows),
+        "terse": summarise_probes([r for r in rows if r["terse"]]),
+        "non_terse": summarise_probes([r for r in rows if not r["terse"]]),
+        "type_accuracy": round(correct / total, 4) if total else None,
+        "events_typed": total,
+    }
+
+
+def run_scenarios(
+    scenarios: Sequence[Scenario],
+    encoder: Encoder,
+    *,
+    budgets: Sequence[int] = (),
+    retrievers: Sequence[str] = ("content",),
+    policy: str = "utility",
+    utility_factory: Callable[[], Any] | None = None,
+    progress: bool = True,
+    dataset: str = "scenarios",
+) -> dict[str, Any]:
+    """Replay every scenario in the full memory and under each capacity budget; score each retriever.
+
+    Args:
+        scenarios: loaded scenarios (:func:`~retain.eval.scenarios.load_scenarios`).
+        encoder: shared by every replay (wrapped in a :class:`CachingEncoder` here).
+        budgets: hot-memory capacities in records (``Budget(capacity=N, policy=policy)``), each >= 0.
+        retrievers: names registered in :data:`RETRIEVERS`.
+        policy: the budget policy (:data:`retain.budget.BUDGET_POLICIES`).
+        utility_factory: builds the utility model of each budgeted memory; None = the memory's
+            default (the shipped learned model for utility policies, which needs MiniLM vectors).
+
+    Returns: the report dict written by ``--json``: ``runs`` holds one entry per (budget,
+    retriever) with ``budget`` (None = full memory), ``overall`` (figures, see
+    :func:`summarise_probes`, under ``all`` / ``terse`` / ``non_terse`` plus ``type_accuracy``),
+    ``feasible``, ``infeasible`` and ``scenarios`` (per-scenario figures and per-probe rows with
+    the top-10 event ids, needed, forbidden, constraints held).
+
+    Raises:
+        InvalidInput: unknown retriever, duplicate retriever or budget, negative budget, bad policy.
+    """
+    chosen = {name: get_retriever(name) for name in retrievers}
+    if len(chosen) != len(retrievers) or not chosen:
+        raise InvalidInput(f"retrievers: give distinct names, got {list(retrievers)}")
+    if len(set(budgets)) != len(budgets):
+        raise InvalidInput(f"budgets: duplicates in {list(budgets)}")
+    grid: list[Budget | None] = [None, *(Budget(capacity=n, policy=policy) for n in budgets)]
+    cached = CachingEncoder(encoder)
+    events = sum(len(s.events) for s in scenarios)
+    bar = tqdm(total=events * len(grid), disable=not progress, desc="scenario events", unit="ev", mininterval=5.0)
+    runs: list[dict[str, Any]] = []
+    for budget in grid:
+        utility = utility_factory() if budget is not None and budget.needs_utility and utility_factory else None
+        mem = Memory(":memory:", encoder=cached, budget=budget, utility=utility)
+        try:
+            replays = [(s, _replay(s, mem, chosen, lambda: bar.update(1))) for s in scenarios]
+        finally:
+            mem.close()
+        for name in chosen:
+            per_scenario = []
+            for s, rep in replays:
+                entry: dict[str, Any] = {
+                    "id": s.id,
+                    "events": len(s.events),
+                    "status": "infeasible" if rep["infeasible"] else "ok",
+                    "infeasible_at": rep["infeasible"]["event"] if rep["infeasible"] else None,
+                    "infeasible_reason": rep["infeasible"]["message"] if rep["infeasible"] else None,
+                    "figures": None
+                    if rep["infeasible"]
+                    else _figures(rep["rows"][name], rep["type_correct"], rep["type_total"]),
+                    "predicted_types": rep["predicted_types"],
+                    "probes": rep["rows"][name],
+                }
+                per_scenario.append(entry)
+            ok = [(e, rep) for e, (_, rep) in zip(per_scenario, replays, strict=True) if e["status"] == "ok"]
+            runs.append(
+                {
+                    "budget": None if budget is None else budget.capacity,
+                    "policy": "full" if budget is None else budget.policy,
+                    "retriever": name,
+                    "feasible": f"{len(ok)}/{len(per_scenario)}",
+                    "infeasible": [
+                        {"scenario": e["id"], "event": e["infeasible_at"]} for e in per_scenario if e["status"] != "ok"
+                    ],
+                    "overall": _figures(
+                        [r for e, _ in ok for r in e["probes"]],
+                        sum(rep["type_correct"] for _, rep in ok),
+                        sum(rep["type_total"] for _, rep in ok),
+                    ),
+                    "scenarios": per_scenario,
+                }
+            )
+    bar.close()
+    return {
+        "dataset": dataset,
+        "scenarios": len(scenarios),
+        "events": events,
+        "probes": sum(len(s.probes) for s in scenarios),
+        "terse_probes": sum(p.terse for s in scenarios for p in s.probes),
+        "k": K,
+        "runs": runs,
+    }
