@@ -252,3 +252,20 @@ def test_cli_export_search_and_handoff_redact_unless_raw(tmp_path: Path, monkeyp
     assert as_json["format"] == "retain-handoff/1" and len(as_json["withheld"]) == 1
     missing = runner.invoke(app, ["handoff", NS, "--recent", "0"])
     assert missing.exit_code != 0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "proxy login: username cvale7, password Thesis!Owl2026",
+            "proxy login: username [USERNAME], password [PASSWORD]",
+        ),
+        ("用户名：zhang_wei88", "用户名：[USERNAME]"),
+        ("the username field is required", "the username field is required"),  # a word, not a login name
+    ],
+)
+def test_login_names_next_to_a_cue_are_withheld(text: str, expected: str) -> None:
+    from retain.privacy import redact
+
+    assert redact(text)[0] == expected
