@@ -13,8 +13,10 @@ a search with that event's text as the query (top 10, JSON of the hits) are scan
 
 Prints detection recall on gold ``sensitive`` events (anything detected) and the share the rule
 classifier types ``sensitive``, false positives on the other events, and the count of raw secrets
-leaked per path (the target is 0; exit status 1 otherwise). ``--raw`` also exports with
-``allow_raw=True`` to show that the scan finds them when they are there.
+leaked per path (the target is 0; exit status 1 otherwise), and the mean cost of redacting search
+hits (every event's text as a query, redaction cache cleared per scenario, against
+``allow_raw=True``). ``--raw`` also exports with ``allow_raw=True`` to show that the scan finds
+them when they are there.
 
 Usage::
 
@@ -32,6 +34,7 @@ from pathlib import Path
 
 from retain import HashingEncoder, Memory
 from retain.privacy import detect
+from retain.redaction import redact_text
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "scenarios"
@@ -74,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     sensitive_total = sensitive_detected = sensitive_typed = others = false_positives = 0
     leaks: dict[str, list[str]] = {"export": [], "handoff-markdown": [], "handoff-json": [], "search": []}
     raw_found = 0
+    search_seconds = {"redacted": 0.0, "raw": 0.0}
+    searches = 0
     secrets_checked = 0
     started = time.perf_counter()
     for path in paths:
@@ -120,6 +125,13 @@ def main(argv: list[str] | None = None) -> int:
         }
         for name, output in outputs.items():
             leaks[name] += [f"{ns}: {s!r}" for s in sorted(secrets) if occurs(s, output)]
+        redact_text.cache_clear()  # cold: every hit is scanned afresh
+        for allow_raw, key in ((False, "redacted"), (True, "raw")):
+            t0 = time.perf_counter()
+            for event in scenario["events"]:
+                mem.search(event["text"][:200], namespace=ns, k=SEARCH_K, config="rrf", allow_raw=allow_raw)
+            search_seconds[key] += time.perf_counter() - t0
+        searches += len(scenario["events"])
         if args.raw:
             raw_export = mem.export(namespace=ns, allow_raw=True)
             raw_found += sum(occurs(s, raw_export) for s in secrets)
@@ -138,6 +150,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    {line}")
     if args.raw:
         print(f"found by the same scan in the raw export (allow_raw=True): {raw_found}/{secrets_checked}")
+    print(
+        f"search (k={SEARCH_K}, rrf, every event's first 200 characters as the query, {searches} queries): "
+        f"mean {search_seconds['redacted'] / searches * 1e3:.2f} ms redacted (redaction cache cleared per scenario) vs "
+        f"{search_seconds['raw'] / searches * 1e3:.2f} ms allow_raw"
+    )
     print(f"time: {elapsed:.1f} s (replay, export, handoff and search of every scenario)")
     leaked = sum(len(v) for v in leaks.values())
     return 0 if leaked == 0 and recall >= RECALL_TARGET else 1

@@ -798,7 +798,9 @@ class Memory:
     # --- reads ----------------------------------------------------------------------------
 
     def get(self, id: str, *, namespace: str) -> MemoryRecord:
-        """The record ``id`` of ``namespace`` (current or superseded).
+        """The record ``id`` of ``namespace`` (current or superseded), as stored: not redacted
+        (``get``, ``history`` and ``records`` are the owner's raw API; search, export and handoff
+        redact).
 
         Raises:
             RecordNotFound: no such record in that namespace.
@@ -810,7 +812,7 @@ class Memory:
         return found[0]
 
     def history(self, id: str, *, namespace: str) -> list[MemoryRecord]:
-        """Every version of the memory ``id``, oldest first."""
+        """Every version of the memory ``id``, oldest first, as stored (not redacted)."""
         record = self.get(id, namespace=namespace)
         while record.supersedes:
             record = self.get(record.supersedes, namespace=namespace)
@@ -822,7 +824,7 @@ class Memory:
     def records(
         self, *, namespace: str, include_archive: bool = True, include_superseded: bool = False
     ) -> list[MemoryRecord]:
-        """All records of ``namespace`` in insertion order."""
+        """All records of ``namespace`` in insertion order, as stored (not redacted)."""
         validate_namespace(namespace)
         flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_superseded)
         return self.store.list_records(namespace, flt)
