@@ -274,3 +274,24 @@ def test_login_names_next_to_a_cue_are_withheld(text: str, expected: str) -> Non
     from retain.privacy import redact
 
     assert redact(text)[0] == expected
+
+
+def test_merged_paraphrase_sources_are_redacted_in_export_and_audit() -> None:
+    from retain import MemoryConfig
+
+    mem = Memory(encoder=HashingEncoder(DIM), config=MemoryConfig(merge_paraphrases=True))
+    text = "Reach Dana by e-mail at dana@example.org about the refund"
+    first = mem.add(text, namespace=NS, source="chat:1")
+    assert mem.add(text + ".", namespace=NS, source="mail:dana@example.org") == first  # merged
+    stored = mem.get(first, namespace=NS).metadata["merged"][0]
+    assert stored["source"] == "mail:dana@example.org"  # the store keeps the raw source
+    (record,) = json.loads(mem.export(namespace=NS))["records"]
+    assert record["metadata"]["merged"][0] == {
+        "content": "Reach Dana by e-mail at [EMAIL] about the refund.",
+        "event_time": None,
+        "role": "user",
+        "source": "mail:[EMAIL]",
+    }
+    merge = next(e for e in mem.store.audit_log(NS) if e["op"] == "merge")
+    assert merge["details"] == {"merged_source": "mail:[EMAIL]"}
+    assert "dana@example.org" not in json.dumps(mem.store.audit_log(NS))
