@@ -39,6 +39,7 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
 NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")]
+RawOption = Annotated[bool, typer.Option("--raw", help="Show secrets and personal data as stored (no redaction).")]
 EncoderOption = Annotated[
     str, typer.Option("--encoder", help=f"Encoder: 'minilm' ({DEFAULT_ENCODER}, default) or 'hashing-<dim>' (tests).")
 ]
@@ -110,13 +111,16 @@ def search(
     preset: Annotated[str, typer.Option(help="default, rrf, lexical, dense or diverse.")] = "default",
     archive: Annotated[bool, typer.Option(help="Also search the archive tier.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
+    raw: RawOption = False,
     db: DbOption = None,
 ) -> None:
-    """Search one namespace; prints hits with their score breakdown (higher = more relevant)."""
+    """Search one namespace; prints hits with their score breakdown (higher = more relevant).
+
+    Secrets and personal data in the hits are shown as typed placeholders ([EMAIL]) unless --raw."""
     try:
         with _open(db) as mem:
             tiers = ["core", "dynamic", "archive"] if archive else None
-            hits = mem.search(query, namespace=namespace, k=k, config=preset, tiers=tiers)
+            hits = mem.search(query, namespace=namespace, k=k, config=preset, tiers=tiers, allow_raw=raw)
     except RetainError as exc:
         _fail(exc)
         return
@@ -141,15 +145,44 @@ def search(
 def export(
     namespace: NamespaceOption,
     out: Annotated[Path | None, typer.Option(help="Write to this file instead of standard output.")] = None,
+    raw: RawOption = False,
     db: DbOption = None,
 ) -> None:
-    """Export a namespace as JSON (UTF-8, literal characters, no embeddings)."""
+    """Export a namespace as JSON (UTF-8, literal characters, no embeddings).
+
+    Secrets and personal data are replaced by typed placeholders ([EMAIL], [API_KEY]) unless --raw."""
     try:
         with _open(db) as mem:
-            text = mem.export(namespace=namespace)
+            text = mem.export(namespace=namespace, allow_raw=raw)
     except RetainError as exc:
         _fail(exc)
         return
+    _emit(text, out)
+
+
+@app.command()
+def handoff(
+    namespace: Annotated[str, typer.Argument(help="Namespace to summarise.")],
+    out: Annotated[Path | None, typer.Option(help="Write to this file instead of standard output.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON (retain-handoff/1) instead of Markdown.")] = False,
+    recent: Annotated[int, typer.Option(help="Latest observations and results to show.", min=1)] = 10,
+    db: DbOption = None,
+) -> None:
+    """Write a redacted case summary of a namespace for another agent or a person.
+
+    Hard constraints, preferences, goals, plan steps, facts and recent results, by type in event
+    order; superseded records excluded; secrets replaced by placeholders; a Withheld list says what
+    was withheld and why (records typed sensitive are withheld entirely)."""
+    try:
+        with _open(db) as mem:
+            text = mem.handoff(namespace, fmt="json" if as_json else "markdown", recent=recent).text
+    except RetainError as exc:
+        _fail(exc)
+        return
+    _emit(text.rstrip("\n"), out)
+
+
+def _emit(text: str, out: Path | None) -> None:
     if out is None:
         sys.stdout.write(text + "\n")
     else:

@@ -34,6 +34,7 @@ from retain.record import (
     utcnow,
     validate_namespace,
 )
+from retain.redaction import redact_record, scrub
 from retain.retrieve import (
     PRESETS,
     Fusion,
@@ -62,6 +63,7 @@ from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
+    from retain.handoff import Handoff, HandoffFormat
     from retain.utility import UtilityModel
 
 __all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
@@ -394,7 +396,9 @@ class Memory:
             ]
             merged_records = list({old.id: old for _, old, _ in merges}.values())
             audit += [
-                AuditEntry(namespace, "merge", old.id, actor, reason, details={"merged_source": new.source})
+                AuditEntry(
+                    namespace, "merge", old.id, actor, scrub(reason), details={"merged_source": scrub(new.source)}
+                )
                 for new, old, reason in merges
             ]
             try:
@@ -755,6 +759,7 @@ class Memory:
             (new,), moved, evictions = self._apply_budget(
                 namespace, [new], actor=actor, trigger="update", exclude=frozenset({old.id})
             )
+        reason = scrub(reason)  # the audit log never holds a raw secret
         audit = [
             AuditEntry(namespace, "supersede", old.id, actor, reason, details={"superseded_by": new.id}),
             AuditEntry(namespace, "update", new.id, actor, reason, details={"supersedes": old.id}),
@@ -784,7 +789,7 @@ class Memory:
         """
         record = self.get(id, namespace=namespace)
         family = self._family(record)
-        audit = [AuditEntry(namespace, "delete", rid, actor, reason) for rid in family]
+        audit = [AuditEntry(namespace, "delete", rid, actor, scrub(reason)) for rid in family]
         self._hot.pop(namespace, None)
         return self.store.delete(namespace, family, audit)
 
@@ -812,14 +817,16 @@ class Memory:
     def delete_all(self, *, namespace: str, actor: str = "user", reason: str = "") -> int:
         """Purge every memory of ``namespace`` (that namespace only). Returns the number purged."""
         validate_namespace(namespace)
-        audit = [AuditEntry(namespace, "delete_all", None, actor, reason)]
+        audit = [AuditEntry(namespace, "delete_all", None, actor, scrub(reason))]
         self._hot.pop(namespace, None)
         return self.store.delete_namespace(namespace, audit)
 
     # --- reads ----------------------------------------------------------------------------
 
     def get(self, id: str, *, namespace: str) -> MemoryRecord:
-        """The record ``id`` of ``namespace`` (current or superseded).
+        """The record ``id`` of ``namespace`` (current or superseded), as stored: not redacted
+        (``get``, ``history`` and ``records`` are the owner's raw API; search, export and handoff
+        redact).
 
         Raises:
             RecordNotFound: no such record in that namespace.
@@ -831,7 +838,7 @@ class Memory:
         return found[0]
 
     def history(self, id: str, *, namespace: str) -> list[MemoryRecord]:
-        """Every version of the memory ``id``, oldest first."""
+        """Every version of the memory ``id``, oldest first, as stored (not redacted)."""
         record = self.get(id, namespace=namespace)
         while record.supersedes:
             record = self.get(record.supersedes, namespace=namespace)
@@ -843,7 +850,7 @@ class Memory:
     def records(
         self, *, namespace: str, include_archive: bool = True, include_superseded: bool = False
     ) -> list[MemoryRecord]:
-        """All records of ``namespace`` in insertion order."""
+        """All records of ``namespace`` in insertion order, as stored (not redacted)."""
         validate_namespace(namespace)
         flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_superseded)
         return self.store.list_records(namespace, flt)
@@ -863,6 +870,7 @@ class Memory:
         threshold: float | None = None,
         mmr_lambda: float | None = None,
         state: AgentState | Mapping[str, Any] | None = None,
+        allow_raw: bool = False,
     ) -> list[Hit]:
         """Hybrid search of one namespace; returns up to ``k`` hits, best first.
 
@@ -882,11 +890,16 @@ class Memory:
                 larger for terse queries; the pool also takes the records nearest to the state, the
                 core tier and the newest records. Breakdowns then add ``content``, ``state``,
                 ``prior``, ``importance``, ``alpha`` and ``phase_known``.
+            allow_raw: return records as stored. Default False: every hit's record is a redacted
+                copy (:func:`retain.redaction.redact_record`): secrets and personal data in its
+                content and metadata become typed placeholders (``"[EMAIL]"``), and
+                ``metadata["redacted"]`` lists the kinds withheld. Ranking always uses the stored
+                text; redaction changes only what is returned, never what is stored.
 
         Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant.
 
         Raises:
-            InvalidInput: bad namespace, k < 1, unknown preset, type or tier.
+            InvalidInput: bad namespace, k < 1, unknown preset, type or tier; ``allow_raw`` not a bool.
         """
         validate_namespace(namespace)
         if not isinstance(query, str):
@@ -897,6 +910,7 @@ class Memory:
         if threshold is not None and (not isinstance(threshold, int | float) or threshold != threshold):
             raise InvalidInput(f"threshold: must be a number, got {threshold!r}")
         cfg = self._config(config, threshold, mmr_lambda)
+        _check_allow_raw(allow_raw)
         if not query.strip():
             return []
         if isinstance(types, str):
@@ -943,7 +957,8 @@ class Memory:
             if pool.via_neighbor[i]:
                 breakdown["neighbor"] = 1.0
             breakdown.update({name: float(values[i]) for name, values in sam_parts.items()})
-            hits.append(Hit(record=pool.records[i], score=float(scores[i]), rank=rank, scores=breakdown))
+            record = pool.records[i] if allow_raw else redact_record(pool.records[i]).record
+            hits.append(Hit(record=record, score=float(scores[i]), rank=rank, scores=breakdown))
         return hits
 
     def _config(self, config: SearchConfig | str, threshold: float | None, mmr_lambda: float | None) -> SearchConfig:
@@ -1050,21 +1065,49 @@ class Memory:
 
     # --- export / info --------------------------------------------------------------------
 
-    def export(self, *, namespace: str, include_history: bool = True, include_archive: bool = True) -> str:
+    def export(
+        self, *, namespace: str, include_history: bool = True, include_archive: bool = True, allow_raw: bool = False
+    ) -> str:
         """The namespace as JSON (UTF-8 characters kept literal, not escaped), without embeddings.
 
-        Shape: ``{"namespace", "encoder", "exported_at", "records": [record dicts]}``.
+        Shape: ``{"namespace", "encoder", "exported_at", "redacted", "records": [record dicts]}``.
+        By default (``allow_raw=False``) each record is a redacted copy
+        (:func:`retain.redaction.redact_record`: placeholders such as ``"[API_KEY]"`` in content
+        and metadata, ``metadata["redacted"]`` = kinds withheld, ``content_hash`` of the redacted
+        text) and ``"redacted"`` is true; ``allow_raw=True`` exports what is stored.
+
+        Raises:
+            InvalidInput: bad namespace; ``allow_raw`` not a bool.
         """
         validate_namespace(namespace)
+        _check_allow_raw(allow_raw)
         flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_history)
         records = self.store.list_records(namespace, flt)
+        if not allow_raw:
+            records = [redact_record(r).record for r in records]
         doc = {
             "namespace": namespace,
             "encoder": self.encoder.name,
             "exported_at": utcnow().isoformat(),
+            "redacted": not allow_raw,
             "records": [r.to_dict() for r in records],
         }
         return json.dumps(doc, ensure_ascii=False, indent=2)
+
+    def handoff(self, namespace: str, *, fmt: HandoffFormat = "markdown", recent: int | None = 10) -> Handoff:
+        """A redacted case summary of ``namespace`` for another agent or a person
+        (:func:`retain.handoff.build_handoff`): hard constraints, preferences, goals, plan steps,
+        facts and the ``recent`` latest observations and results, by type in event order,
+        superseded records excluded, with a "Withheld" list (record id, kinds, reason).
+
+        Raises:
+            InvalidInput: bad namespace, ``fmt`` not "markdown" or "json", bad ``recent``.
+        """
+        from retain.handoff import build_handoff
+
+        validate_namespace(namespace)
+        records = self.store.list_records(namespace, RecordFilter(tiers=None))
+        return build_handoff(records, namespace=namespace, fmt=fmt, recent=recent)
 
     def info(self) -> dict[str, Any]:
         """Store location, encoder, schema version, and record counts per namespace and tier."""
@@ -1089,6 +1132,11 @@ def _check_text(text: str, name: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidInput(f"{name}: not valid Unicode text (lone surrogate at index {exc.start})") from exc
+
+
+def _check_allow_raw(allow_raw: object) -> None:
+    if not isinstance(allow_raw, bool):
+        raise InvalidInput(f"allow_raw: must be a bool, got {allow_raw!r}")
 
 
 def _with_seqs(flt: RecordFilter, seqs: Iterable[int]) -> RecordFilter:

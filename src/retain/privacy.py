@@ -30,6 +30,9 @@ placeholder is what :func:`redact` writes):
   X", "password X", "PIN: X", 密码 X).
 - ``cvv`` -> ``[CVV]``: 3-4 digits right after CVV / CVC / CSC / security code / 安全码.
 - ``passport`` -> ``[PASSPORT]``: 6-9 digits (up to two letters first) after "passport" / 护照.
+- ``username`` -> ``[USERNAME]``: an identifier-shaped login name (a digit, ``.``, ``_`` or
+  ``@`` in it) right after "username", "user name", "user id", "login name" / "login id", 用户名 or
+  账号: "username cvale7"; a word ("the username field") is not taken.
 - ``secret`` -> ``[SECRET]``: KeywordDetector on other names (``api_key=...``, ``secret: ...``);
   Base64HighEntropyString on unquoted tokens (>= 20 characters, upper and lower case and digits,
   Shannon entropy > 4.5 bits) and HexHighEntropyString on quoted ones (>= 16, entropy > 3.0).
@@ -103,6 +106,7 @@ PLACEHOLDERS: Mapping[str, str] = MappingProxyType(
         "api_key": "[API_KEY]",
         "private_key": "[PRIVATE_KEY]",
         "password": "[PASSWORD]",
+        "username": "[USERNAME]",
         "secret": "[SECRET]",
     }
 )
@@ -298,6 +302,22 @@ def _national_ids(text: str) -> Iterator[Finding]:
     for m in _SSN.finditer(text):
         if ssn.is_valid(m.group()):
             yield Finding("national_id", m.start(), m.end(), "stdnum.us.ssn")
+
+
+_USERNAME = re.compile(
+    r"\b(?:user ?name|user ?id|login (?:name|id))\b\s*(?:is\b|[:=])?\s*"
+    r"([A-Za-z0-9][A-Za-z0-9._@-]{2,63})(?![0-9A-Za-z])"
+    r"|(?:用户名|账号)[\s:：是为]{0,3}([A-Za-z0-9][A-Za-z0-9._@-]{2,63})(?![0-9A-Za-z])",
+    _I,
+)
+
+
+def _usernames(text: str) -> Iterator[Finding]:
+    for m in _USERNAME.finditer(text):
+        group = 1 if m.group(1) is not None else 2
+        value = m.group(group).rstrip(".-")
+        if any(ch.isdigit() or ch in "._@" for ch in value):
+            yield Finding("username", m.start(group), m.start(group) + len(value), "cue:username")
 
 
 def _passports(text: str) -> Iterator[Finding]:
@@ -589,6 +609,7 @@ _DETECTORS: tuple[_Detector, ...] = (
     _passwords,
     _cvvs,
     _passports,
+    _usernames,
     _high_entropy,
     _ips,
     _phones,
