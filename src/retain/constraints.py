@@ -267,7 +267,9 @@ def _quota_base(p: RetentionProblem) -> BoolArray:
     keep = _complete_quotas(p, p.mandatory)
     used = float(p.costs[keep].sum())
     if used > p.budget + _tol(p.budget):
-        raise BudgetInfeasible(f"mandatory items plus the cheapest quota items cost {used:g}; budget is {p.budget:g}")
+        raise BudgetInfeasible(
+            f"budget + quotas: mandatory items plus the cheapest quota items cost {used:g}; budget is {p.budget:g}"
+        )
     return keep
 
 
@@ -387,4 +389,4 @@ def _check_policy(policy: str, allowed: Any) -> None:
 def _check_mandatory(p: RetentionProblem) -> None:
     cost = float(p.costs[p.mandatory].sum())
     if cost > p.budget + _tol(p.budget):
-        raise BudgetInfeasible(f"mandatory items cost {cost:g}, over the budget {p.budget:g}; nothing was dropped")
+        raise BudgetInfeasible(f"budget: mandatory items cost {cost:g}, over the budget {p.budget:g}; nothing was dropped")
