@@ -91,14 +91,14 @@ def test_greedy_is_feasible_and_not_exact() -> None:
 
 def test_infeasible_constraints_are_named_and_nothing_dropped() -> None:
     base = dict(costs=[1.0, 1.0, 1.0], utility=[0.5, 0.5, 0.5], types=np.array(["a", "a", "b"], dtype=object))
-    with pytest.raises(BudgetInfeasible, match="^budget: mandatory items cost 3"):
+    with pytest.raises(BudgetInfeasible, match=r"^budget: mandatory items cost 3"):
         solve(RetentionProblem(mandatory=[True] * 3, budget=2, **base), "knapsack")
-    with pytest.raises(BudgetInfeasible, match="^quota:b: needs 2"):
+    with pytest.raises(BudgetInfeasible, match=r"^quota:b: needs 2"):
         solve(RetentionProblem(mandatory=[False] * 3, budget=3, quotas={"b": 2}, **base), "knapsack")
-    with pytest.raises(BudgetInfeasible, match="^diversity: cluster 0 holds 2 mandatory"):
+    with pytest.raises(BudgetInfeasible, match=r"^diversity: cluster 0 holds 2 mandatory"):
         p = RetentionProblem(mandatory=[True, True, False], budget=3, clusters=[0, 0, -1], max_per_cluster=1, **base)
         solve(p, "knapsack")
-    with pytest.raises(BudgetInfeasible, match="^budget \\+ quotas"):  # quota a needs 2 of a, cluster allows 1
+    with pytest.raises(BudgetInfeasible, match=r"^budget \+ quotas"):  # quota a needs 2 of a, cluster allows 1
         p = RetentionProblem(
             mandatory=[False] * 3, budget=3, quotas={"a": 2}, clusters=[0, 0, -1], max_per_cluster=1, **base
         )

@@ -389,4 +389,6 @@ def _check_policy(policy: str, allowed: Any) -> None:
 def _check_mandatory(p: RetentionProblem) -> None:
     cost = float(p.costs[p.mandatory].sum())
     if cost > p.budget + _tol(p.budget):
-        raise BudgetInfeasible(f"budget: mandatory items cost {cost:g}, over the budget {p.budget:g}; nothing was dropped")
+        raise BudgetInfeasible(
+            f"budget: mandatory items cost {cost:g}, over the budget {p.budget:g}; nothing was dropped"
+        )
