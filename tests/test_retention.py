@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from retain import retention
+from retain import knapsack, retention
 from retain.errors import BudgetInfeasible, InvalidInput, InvalidUtility
 from retain.retention import (
     POLICIES,
@@ -92,7 +92,7 @@ def test_knapsack_matches_brute_force(float_costs: bool) -> None:
 
 
 def test_knapsack_milp_fallback_matches_brute_force(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(retention, "_MAX_STATES", 0)  # the core DP gives up at once: HiGHS solves the core
+    monkeypatch.setattr(knapsack, "_MAX_STATES", 0)  # the core DP gives up at once: HiGHS solves the core
     rng = np.random.default_rng(8)
     methods = set()
     for _ in range(80):
@@ -371,7 +371,7 @@ def test_missing_inputs_and_unknown_policy() -> None:
     for policy, field in [("lookahead", "embeddings"), ("oracle", "labels"), ("lfu", "policy")]:
         with pytest.raises(InvalidInput, match=field):
             solve(p, policy)
-    with pytest.raises(InvalidInput, match="quotas"):
+    with pytest.raises(BudgetInfeasible, match="quota:a"):  # a quota above the items of its type
         solve(full_problem(mandatory=[False] * 3, quotas={"a": 3}), "knapsack")
     assert set(POLICIES) == {"fifo", "lru", "random", "utility", "knapsack", "lookahead", "oracle"}
 

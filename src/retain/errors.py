@@ -10,6 +10,7 @@ so callers can catch either::
     ├── EncoderMismatch (ValueError)       store was built with another encoder (name or dimension)
     ├── SchemaError (RuntimeError)         store schema is newer than this library, or not set up
     ├── BudgetInfeasible (ValueError)      mandatory items do not fit in the budget
+    ├── Forbidden (PermissionError)        an untrusted actor asked to change a protected record
     ├── InvalidUtility (ValueError)        a utility model returned NaN / inf / out-of-range scores
     └── DatasetUnavailable (FileNotFoundError)  evaluation data not on disk and not downloadable
 """
@@ -46,6 +47,12 @@ class SchemaError(RetainError, RuntimeError):
 
 class BudgetInfeasible(RetainError, ValueError):
     """The mandatory records alone exceed the budget; nothing was evicted or dropped."""
+
+
+class Forbidden(RetainError, PermissionError):
+    """An untrusted actor (tool output, retrieved document, the agent) asked to remove or change a
+    protected record (a current hard constraint, or a pinned record). Nothing was changed; the
+    refusal is in the audit log."""
 
 
 class InvalidUtility(RetainError, ValueError):

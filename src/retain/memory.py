@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from retain import integrity
 from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, TextTooLong
+from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
 from retain.lexical import index_terms, query_terms
 from retain.record import (
     MemoryRecord,
@@ -86,6 +88,9 @@ class MemoryConfig:
             >= 0.93, same numbers, no correction cue; :func:`retain.conflict.decide`) is merged
             into it instead of stored: the existing record keeps its id and gains the newcomer's
             source, role, time and text under ``metadata["merged"]`` (audited as "merge").
+        trusted_actors: actor names allowed to pin, unpin, update or delete protected records
+            (current hard constraints, pinned records); every other actor ("tool", "retrieved",
+            "agent", ...) is refused (:mod:`retain.integrity`).
     """
 
     max_record_chars: int = 2_000
@@ -94,8 +99,12 @@ class MemoryConfig:
     dedupe: bool = True
     classify: bool = True
     merge_paraphrases: bool = False
+    trusted_actors: frozenset[str] = DEFAULT_TRUSTED_ACTORS
 
     def __post_init__(self) -> None:
+        if isinstance(self.trusted_actors, str) or not all(isinstance(a, str) for a in self.trusted_actors):
+            raise InvalidInput(f"trusted_actors: must be a set of actor names, got {self.trusted_actors!r}")
+        object.__setattr__(self, "trusted_actors", frozenset(self.trusted_actors))
         for name in ("max_record_chars", "max_text_chars"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < MIN_RECORD_CHARS:
@@ -720,6 +729,7 @@ class Memory:
         old = self.get(id, namespace=namespace)
         if not old.is_current:
             raise InvalidInput(f"id {id} is superseded by {old.superseded_by}; update the current version")
+        check_actor(self, "update", [old], namespace=namespace, actor=actor, reason=reason)
         allowed = {"type", "role", "importance", "priority", "pinned", "confidence", "metadata", "event_time"}
         unknown = set(fields) - allowed
         if unknown:
@@ -786,10 +796,12 @@ class Memory:
 
         Raises:
             RecordNotFound: no record ``id`` in ``namespace``.
+            Forbidden: ``actor`` is not trusted and a version is protected (audited; nothing purged).
         """
         record = self.get(id, namespace=namespace)
         family = self._family(record)
-        audit = [AuditEntry(namespace, "delete", rid, actor, scrub(reason)) for rid in family]
+        check_actor(self, "delete", self.store.get(namespace, family), namespace=namespace, actor=actor, reason=scrub(reason))
+        audit = [AuditEntry(namespace, "delete", rid, actor, scrub(reason), details={"outcome": "done"}) for rid in family]
         self._hot.pop(namespace, None)
         return self.store.delete(namespace, family, audit)
 
@@ -815,11 +827,41 @@ class Memory:
         return sorted(family)
 
     def delete_all(self, *, namespace: str, actor: str = "user", reason: str = "") -> int:
-        """Purge every memory of ``namespace`` (that namespace only). Returns the number purged."""
+        """Purge every memory of ``namespace`` (that namespace only). Returns the number purged.
+
+        Raises:
+            Forbidden: ``actor`` is not trusted and the namespace holds protected records (audited;
+                nothing purged).
+        """
         validate_namespace(namespace)
+        held = self.store.list_records(namespace, RecordFilter(types=(MemoryType.HARD_CONSTRAINT,), tiers=None))
+        held += self.store.list_records(namespace, RecordFilter(tiers=(Tier.CORE,)))
+        protected = list({r.id: r for r in held}.values())
+        check_actor(self, "delete_all", protected, namespace=namespace, actor=actor, reason=scrub(reason))
         audit = [AuditEntry(namespace, "delete_all", None, actor, scrub(reason))]
         self._hot.pop(namespace, None)
         return self.store.delete_namespace(namespace, audit)
+
+    # --- integrity (retain.integrity) -------------------------------------------------------
+
+    def pin(self, id: str, *, namespace: str, actor: str = "user", reason: str = "") -> MemoryRecord:
+        """Pin a current record: core tier, never evicted. See :func:`retain.integrity.set_pinned`."""
+        return integrity.set_pinned(self, id, namespace=namespace, pinned=True, actor=actor, reason=reason)
+
+    def unpin(self, id: str, *, namespace: str, actor: str = "user", reason: str = "") -> MemoryRecord:
+        """Unpin: back to dynamic, subject to the budget. See :func:`retain.integrity.set_pinned`."""
+        return integrity.set_pinned(self, id, namespace=namespace, pinned=False, actor=actor, reason=reason)
+
+    def forget(
+        self, query_or_id: str, *, namespace: str, actor: str = "user", reason: str = "", k: int = 1
+    ) -> ForgetReport:
+        """Forget a record by id or the ``k`` best hits of a query; protected records are skipped
+        for untrusted actors and reported. See :func:`retain.integrity.forget`."""
+        return integrity.forget(self, query_or_id, namespace=namespace, actor=actor, reason=reason, k=k)
+
+    def retention_report(self, namespace: str, **constraints: Any) -> RetentionReport:
+        """The exact optimizer's report for ``namespace``. See :func:`retain.integrity.retention_report`."""
+        return integrity.retention_report(self, namespace, **constraints)
 
     # --- reads ----------------------------------------------------------------------------
 
