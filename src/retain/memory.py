@@ -729,7 +729,7 @@ class Memory:
         old = self.get(id, namespace=namespace)
         if not old.is_current:
             raise InvalidInput(f"id {id} is superseded by {old.superseded_by}; update the current version")
-        check_actor(self, "update", [old], namespace=namespace, actor=actor, reason=reason)
+        check_actor(self, "update", [old], namespace=namespace, actor=actor, reason=scrub(reason))
         allowed = {"type", "role", "importance", "priority", "pinned", "confidence", "metadata", "event_time"}
         unknown = set(fields) - allowed
         if unknown:
