@@ -19,8 +19,10 @@ import numpy.typing as npt
 
 from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
+from retain.canary import drop_canaries, is_canary
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, TextTooLong
 from retain.lexical import index_terms, query_terms
+from retain.observe import added, annotate, observed, offered, searched, superseded
 from retain.record import (
     MemoryRecord,
     MemoryType,
@@ -60,6 +62,8 @@ from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
+    from retain.canary import CanaryReport
+    from retain.context import Context, Provenance
     from retain.utility import UtilityModel
 
 __all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
@@ -282,6 +286,7 @@ class Memory:
         )
         return self.add_many([item], namespace=namespace, actor=actor)[0]
 
+    @observed("add", result=added)
     def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, namespace: str, actor: str = "user"
     ) -> list[str]:
@@ -393,11 +398,11 @@ class Memory:
         merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
         merged_into: dict[str, MemoryRecord] = {}
         for rec in fresh:
-            if rec.embedding is None or "split_group" in rec.metadata:
+            if rec.embedding is None or "split_group" in rec.metadata or is_canary(rec):
                 keep.append(rec)
                 continue
             near = self.store.search_vector(namespace, rec.embedding, RecordFilter(tiers=None), limit=3)
-            found = {r.id: r for r in self.store.get(namespace, [h.id for h in near])}
+            found = {r.id: r for r in self.store.get(namespace, [h.id for h in near]) if not is_canary(r)}
             candidates = [(merged_into.get(h.id, found[h.id]), h.score) for h in near if h.id in found]
             decision = decide(rec, candidates)
             if decision.relation is not Relation.PARAPHRASE or decision.target is None:
@@ -618,6 +623,7 @@ class Memory:
         self._hot[namespace] = hot
         return hot, evicted
 
+    @observed("evict", result=offered)
     def _apply_budget(
         self,
         namespace: str,
@@ -666,6 +672,7 @@ class Memory:
             for r, v, t in zip(records, vectors, tokens, strict=True)
         ]
 
+    @observed("supersede", result=superseded)
     def update(
         self,
         id: str,
@@ -822,6 +829,7 @@ class Memory:
         flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_superseded)
         return self.store.list_records(namespace, flt)
 
+    @observed("search", args=("namespace", "k"), result=searched)
     def search(
         self,
         query: str,
@@ -878,6 +886,7 @@ class Memory:
             include_superseded=include_superseded,
         )
         pool = self._candidates(query, namespace, flt, cfg)
+        annotate(k=k, n_candidates=len(pool.records))
         if not pool.records:
             return []
         scores = self._fuse(pool, cfg)
@@ -932,6 +941,8 @@ class Memory:
             dense_hits = self.store.search_vector(namespace, qvec, flt, cfg.candidates)
         ids = list(dict.fromkeys([h.id for h in lexical] + [h.id for h in dense_hits]))
         records = self.store.get(namespace, ids)
+        if any(is_canary(r) for r in records):  # canaries never surface in results (retain.canary)
+            records, lexical, dense_hits = drop_canaries(records, lexical, dense_hits)
         via_neighbor = [False] * len(records)
         if cfg.neighbors and records:
             wanted = {(r.segment, r.seq + d) for r in records if r.seq is not None for d in (-1, 1) if r.seq + d >= 0}
@@ -961,6 +972,75 @@ class Memory:
         if cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and pool.query_vector is not None:
             return self.fusion.score(pool.features())
         return pool.rrf
+
+    # --- context, provenance, canaries (retain.context, retain.canary) ---------------------
+
+    def context(
+        self,
+        query: str,
+        *,
+        namespace: str,
+        budget_tokens: int,
+        state: Mapping[str, Any] | None = None,
+        k: int = 20,
+        threshold: float | None = None,
+        actor: str = "agent",
+    ) -> Context:
+        """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens
+        of the rendered lines): the namespace's current hard constraints first (mandatory), then
+        search hits best first. Returns a :class:`~retain.context.Context` (``text``,
+        ``provenance_id``, included items with scores and sources, left-out candidates with the
+        reason); the provenance is stored and audited as "retrieve". ``state`` is stored as given
+        (a JSON object). See :mod:`retain.context`.
+
+        Raises:
+            InvalidInput: bad arguments (named in the message).
+            BudgetInfeasible: the hard constraints alone exceed ``budget_tokens``; nothing stored.
+        """
+        from retain.context import pack
+
+        return pack(
+            self,
+            query,
+            namespace=namespace,
+            budget_tokens=budget_tokens,
+            state=state,
+            k=k,
+            threshold=threshold,
+            actor=actor,
+        )
+
+    def explain(self, provenance_id: str, *, namespace: str | None = None) -> Provenance:
+        """How the context ``provenance_id`` was packed: records in, their scores and sources, and
+        candidates left out and why (:class:`~retain.context.Provenance`).
+
+        Raises:
+            RecordNotFound: no such provenance (in ``namespace`` when given).
+        """
+        from retain.context import explain
+
+        return explain(self, provenance_id, namespace=namespace)
+
+    def add_canary(self, content: str, *, namespace: str, source: str | None = None, actor: str = "user") -> str:
+        """Plant a canary record (pinned, marked with its content's sha256, never returned by search)
+        and return its id; :meth:`check_canaries` reports whether it is still held unchanged. See
+        :mod:`retain.canary`.
+
+        Raises:
+            InvalidInput: empty content, or the content is already held in the namespace.
+            TextTooLong: over ``config.max_record_chars`` (a canary is never split).
+            BudgetInfeasible: with a budget, the mandatory records would no longer fit.
+        """
+        from retain.canary import add_canary
+
+        return add_canary(self, content, namespace=namespace, source=source, actor=actor)
+
+    def check_canaries(self, namespace: str | None = None) -> CanaryReport:
+        """Every canary (of ``namespace``, or of all namespaces) with its status: held, missing,
+        changed or archived (:class:`~retain.canary.CanaryReport`; ``ok`` when all are held)."""
+        from retain.canary import check
+
+        return check(self, namespace)
 
     # --- export / info --------------------------------------------------------------------
 
