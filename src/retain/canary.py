@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from retain.errors import InvalidInput, TextTooLong
 from retain.record import MemoryRecord, MemoryType, Tier, content_hash, validate_namespace
-from retain.store.base import ALL_RECORDS, AppendAudit, AuditEntry, ScoredId
+from retain.store.base import ALL_RECORDS, AppendAudit, AuditEntry, ScoredId, Store
 
 if TYPE_CHECKING:
     from retain.memory import Memory
@@ -141,16 +141,17 @@ def add_canary(
     return record_id
 
 
-def check(memory: Memory, namespace: str | None = None) -> CanaryReport:
+def check(memory: Memory | Store, namespace: str | None = None) -> CanaryReport:
     """State of every canary of ``namespace`` (None = every namespace); see the module docstring.
 
     Canaries are those registered in the audit log plus any record marked in its metadata (a crash
-    between the add and the registration leaves a marked record only).
+    between the add and the registration leaves a marked record only). ``memory`` may be a set-up
+    :class:`~retain.store.Store` (no encoder needed).
 
     Raises:
         InvalidInput: bad namespace.
     """
-    store = memory.store
+    store = memory if isinstance(memory, Store) else memory.store
     if namespace is not None:
         validate_namespace(namespace)
     expected: dict[tuple[str, str], str | None] = {}

@@ -22,12 +22,14 @@ class Settings:
         cache_dir: where downloaded evaluation data is cached (``RETAIN_CACHE``, default
             ``$XDG_CACHE_HOME/retain`` or ``~/.cache/retain``).
         encoder: encoder for new CLI stores (``RETAIN_ENCODER``: "minilm" or "hashing-<dim>").
+        log: the CLI's structured log (``RETAIN_LOG``: "json" or "console"; None = off).
     """
 
     db_path: Path = DEFAULT_DB_PATH
     locomo_path: Path | None = None
     cache_dir: Path = Path.home() / ".cache" / "retain"
     encoder: str = "minilm"
+    log: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -44,4 +46,5 @@ class Settings:
             locomo_path=Path(env["RETAIN_LOCOMO"]) if env.get("RETAIN_LOCOMO") else None,
             cache_dir=cache,
             encoder=env.get("RETAIN_ENCODER") or "minilm",
+            log=env.get("RETAIN_LOG") or None,
         )

@@ -35,7 +35,7 @@ from retain.canary import is_canary
 from retain.errors import BudgetInfeasible, InvalidInput, RecordNotFound
 from retain.observe import annotate, observed
 from retain.record import MemoryRecord, MemoryType, new_id, utcnow, validate_namespace
-from retain.store.base import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance, RecordFilter
+from retain.store.base import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance, RecordFilter, Store
 
 if TYPE_CHECKING:
     from retain.memory import Memory
@@ -347,8 +347,9 @@ def pack(
     return Context(text="\n".join(lines), provenance=provenance)
 
 
-def explain(memory: Memory, provenance_id: str, *, namespace: str | None = None) -> Provenance:
-    """The stored provenance of a packed context. Use through ``Memory.explain``.
+def explain(memory: Memory | Store, provenance_id: str, *, namespace: str | None = None) -> Provenance:
+    """The stored provenance of a packed context. Use through ``Memory.explain`` (or pass a set-up
+    :class:`~retain.store.Store`: no encoder needed).
 
     Raises:
         InvalidInput: ``provenance_id`` not a non-empty string; bad namespace.
@@ -358,7 +359,8 @@ def explain(memory: Memory, provenance_id: str, *, namespace: str | None = None)
         raise InvalidInput("provenance_id: required, a non-empty string")
     if namespace is not None:
         validate_namespace(namespace)
-    row = memory.store.provenance(provenance_id.strip(), namespace)
+    store = memory if isinstance(memory, Store) else memory.store
+    row = store.provenance(provenance_id.strip(), namespace)
     if row is None:
         where = "" if namespace is None else f" in namespace {namespace!r}"
         raise RecordNotFound(f"no context provenance {provenance_id!r}{where}")

@@ -574,7 +574,6 @@ class SQLiteStore(Store):
             out.append(item)
         return out
 
-
     def _put_provenance(self, op: PutProvenance) -> None:
         try:
             self._conn.execute(
