@@ -182,3 +182,18 @@ def test_a_version_1_store_is_migrated_and_keeps_its_records(tmp_path: Path) -> 
     store.setup()
     assert store._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
     store.close()
+
+
+def test_readme_context_example_runs() -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "mem.context(" in b)
+    with Memory(encoder=HashingEncoder(64)) as mem:
+        mem.add("The total budget must stay under 5000 EUR.", namespace="trip-42", type="hard_constraint")
+        mem.add("We fly out of Brennick (BRK).", namespace="trip-42")
+        scope: dict[str, object] = {"mem": mem}
+        exec(compile(block, "README.md", "exec"), scope)
+        ctx = scope["ctx"]
+        assert ctx.text.startswith("[constraint] The total budget")  # type: ignore[attr-defined]
+        assert mem.check_canaries().ok and mem.explain(ctx.provenance_id) == ctx.provenance  # type: ignore[attr-defined]
