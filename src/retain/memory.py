@@ -858,7 +858,8 @@ class Memory:
             include_superseded: also return superseded versions (history).
             threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
 
-        Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant.
+        Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant. Canary
+        records (:mod:`retain.canary`) are never returned.
 
         Raises:
             InvalidInput: bad namespace, k < 1, unknown preset, type or tier.
