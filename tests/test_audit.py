@@ -504,6 +504,7 @@ def test_snapshot_and_diff_follow_add_delete_archive_update() -> None:
             c: {"tier": ("dynamic", "archive")},
             e: {"priority": (0, 7)},
         }
+        assert delta.priority_changed == {e: (0, 7)}  # a2 is a new version: added, not changed
         assert second.records[a2]["priority"] == 3 and second.records[a2]["importance"] == 0.9
         assert second.records[a2]["content_hash"] != first.records[a]["content_hash"]
 
@@ -596,5 +597,7 @@ def test_cli_snapshot_and_diff(cli: typer.Typer, db: Path, tmp_path: Path) -> No
     assert lines[1:3] == ["added (1)", f"  {new}"]
     assert "removed (0)" in lines and "archived (1)" in lines and f"  {victim.id}" in lines
     assert f"  {victim.id}  tier: dynamic -> archive; priority: 0 -> 2" in lines
+    at = lines.index("priority changed (1)")
+    assert lines[at + 1] == f"  {victim.id}  0 -> 2"
 
     assert runner.invoke(cli, ["diff", str(a), str(tmp_path / "nope.json")]).exit_code == 2

@@ -5,8 +5,10 @@ keep/forget decision explainable. Start with :class:`Memory`.
 """
 
 from retain.basis import Encoder, HashingEncoder, MiniLMEncoder
+from retain.canary import CanaryReport
 from retain.classify import classify, classify_with_reason
 from retain.config import Settings
+from retain.context import Context, Provenance
 from retain.errors import (
     BudgetInfeasible,
     DatasetUnavailable,
@@ -26,6 +28,8 @@ from retain.store import RecordFilter, SQLiteStore, Store
 
 __all__ = [
     "BudgetInfeasible",
+    "CanaryReport",
+    "Context",
     "DatasetUnavailable",
     "Encoder",
     "EncoderMismatch",
@@ -41,6 +45,7 @@ __all__ = [
     "MemoryType",
     "MiniLMEncoder",
     "NewMemory",
+    "Provenance",
     "RecordFilter",
     "RecordNotFound",
     "RetainError",

@@ -441,6 +441,11 @@ class SnapshotDiff:
     changed: dict[str, dict[str, tuple[Any, Any]]]
 
     @property
+    def priority_changed(self) -> dict[str, tuple[Any, Any]]:
+        """``{id: (priority before, after)}`` for records in both snapshots whose priority changed."""
+        return {rid: fields["priority"] for rid, fields in self.changed.items() if "priority" in fields}
+
+    @property
     def is_empty(self) -> bool:
         """True when the two snapshots hold the same records with the same fields."""
         return not (self.added or self.removed or self.changed)

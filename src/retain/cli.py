@@ -13,6 +13,8 @@ from rich.table import Table
 
 from retain.basis import DEFAULT_ENCODER, Encoder, HashingEncoder, MiniLMEncoder
 from retain.cli_audit import register as register_audit
+from retain.cli_observe import register as register_observe
+from retain.cli_observe import setup_logging
 from retain.cli_scenarios import register as register_scenarios
 from retain.cli_utility import register as register_utility
 from retain.config import Settings
@@ -29,10 +31,27 @@ eval_app = typer.Typer(
 )
 app.add_typer(eval_app, name="eval")
 register_audit(app)
+register_observe(app)
 register_utility(app)
 register_scenarios(eval_app)
 
 ALL_POLICIES = "fifo,lru,random,utility,knapsack,lookahead,oracle"
+
+
+@app.callback()
+def _global_options(
+    ctx: typer.Context,
+    log: Annotated[
+        str | None,
+        typer.Option(
+            "--log",
+            help="Structured log to standard error: 'json' (JSON lines) or 'console'; "
+            "default $RETAIN_LOG, else off. Never logs content.",
+        ),
+    ] = None,
+) -> None:
+    setup_logging(ctx, log)
+
 
 console = Console(width=None if sys.stdout.isatty() else 140)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)

@@ -95,7 +95,7 @@ def diff_command(
     before: Annotated[Path, typer.Argument(help="Earlier snapshot (JSON from 'retain snapshot').")],
     after: Annotated[Path, typer.Argument(help="Later snapshot.")],
 ) -> None:
-    """Compare two snapshots: records added, removed, archived, restored and changed."""
+    """Compare two snapshots: records added, removed, archived, restored, priority changed, changed."""
     try:
         a, b = (Snapshot.from_json(_read(path)) for path in (before, after))
     except RetainError as exc:
@@ -119,6 +119,8 @@ def format_diff(delta: SnapshotDiff) -> list[str]:
     ):
         lines.append(f"{title} ({len(ids)})")
         lines.extend(f"  {rid}" for rid in ids)
+    lines.append(f"priority changed ({len(delta.priority_changed)})")
+    lines.extend(f"  {rid}  {_show(x)} -> {_show(y)}" for rid, (x, y) in delta.priority_changed.items())
     lines.append(f"changed ({len(delta.changed)})")
     for rid, fields in delta.changed.items():
         lines.append(f"  {rid}  " + "; ".join(f"{f}: {_show(x)} -> {_show(y)}" for f, (x, y) in fields.items()))

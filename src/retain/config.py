@@ -24,6 +24,7 @@ class Settings:
         encoder: encoder for new CLI stores (``RETAIN_ENCODER``: "minilm" or "hashing-<dim>").
         scenarios_path: a scenario file or folder for ``retain eval scenarios`` (``RETAIN_SCENARIOS``),
             or None.
+        log: the CLI's structured log (``RETAIN_LOG``: "json" or "console"; None = off).
     """
 
     db_path: Path = DEFAULT_DB_PATH
@@ -31,6 +32,7 @@ class Settings:
     cache_dir: Path = Path.home() / ".cache" / "retain"
     encoder: str = "minilm"
     scenarios_path: Path | None = None
+    log: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -48,4 +50,5 @@ class Settings:
             cache_dir=cache,
             encoder=env.get("RETAIN_ENCODER") or "minilm",
             scenarios_path=Path(env["RETAIN_SCENARIOS"]) if env.get("RETAIN_SCENARIOS") else None,
+            log=env.get("RETAIN_LOG") or None,
         )

@@ -27,6 +27,7 @@ import numpy as np
 from retain.budget import is_mandatory
 from retain.errors import Forbidden, InvalidInput
 from retain.record import MemoryRecord, Tier, validate_namespace
+from retain.redaction import scrub
 from retain.store.base import AppendAudit, AuditEntry, DeleteRecords, PutRecords, RecordFilter
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def is_trusted(actor: str, trusted: Iterable[str] = DEFAULT_TRUSTED_ACTORS) -> b
 def _entry(
     namespace: str, op: str, record_id: str | None, actor: str, reason: str, outcome: str, **details: Any
 ) -> AuditEntry:
-    return AuditEntry(namespace, op, record_id, actor, reason, details={"outcome": outcome, **details})
+    return AuditEntry(namespace, op, record_id, actor, scrub(reason), details={"outcome": outcome, **details})
 
 
 def check_actor(

@@ -20,9 +20,11 @@ import numpy.typing as npt
 from retain import integrity
 from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
+from retain.canary import drop_canaries, is_canary
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, TextTooLong
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
 from retain.lexical import index_terms, query_terms
+from retain.observe import added, annotate, observed, offered, searched, superseded
 from retain.record import (
     MemoryRecord,
     MemoryType,
@@ -65,6 +67,8 @@ from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
+    from retain.canary import CanaryReport
+    from retain.context import Context, Provenance
     from retain.handoff import Handoff, HandoffFormat
     from retain.utility import UtilityModel
 
@@ -315,6 +319,7 @@ class Memory:
         )
         return self.add_many([item], namespace=namespace, actor=actor)[0]
 
+    @observed("add", result=added)
     def add_many(
         self, items: Iterable[NewMemory | Mapping[str, Any]], *, namespace: str, actor: str = "user"
     ) -> list[str]:
@@ -428,11 +433,11 @@ class Memory:
         merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
         merged_into: dict[str, MemoryRecord] = {}
         for rec in fresh:
-            if rec.embedding is None or "split_group" in rec.metadata:
+            if rec.embedding is None or "split_group" in rec.metadata or is_canary(rec):
                 keep.append(rec)
                 continue
             near = self.store.search_vector(namespace, rec.embedding, RecordFilter(tiers=None), limit=3)
-            found = {r.id: r for r in self.store.get(namespace, [h.id for h in near])}
+            found = {r.id: r for r in self.store.get(namespace, [h.id for h in near]) if not is_canary(r)}
             candidates = [(merged_into.get(h.id, found[h.id]), h.score) for h in near if h.id in found]
             decision = decide(rec, candidates)
             if decision.relation is not Relation.PARAPHRASE or decision.target is None:
@@ -657,6 +662,7 @@ class Memory:
         self._hot[namespace] = hot
         return hot, evicted
 
+    @observed("evict", result=offered)
     def _apply_budget(
         self,
         namespace: str,
@@ -705,6 +711,7 @@ class Memory:
             for r, v, t in zip(records, vectors, tokens, strict=True)
         ]
 
+    @observed("supersede", result=superseded)
     def update(
         self,
         id: str,
@@ -800,8 +807,9 @@ class Memory:
         """
         record = self.get(id, namespace=namespace)
         family = self._family(record)
-        check_actor(self, "delete", self.store.get(namespace, family), namespace=namespace, actor=actor, reason=scrub(reason))
-        audit = [AuditEntry(namespace, "delete", rid, actor, scrub(reason), details={"outcome": "done"}) for rid in family]
+        why = scrub(reason)
+        check_actor(self, "delete", self.store.get(namespace, family), namespace=namespace, actor=actor, reason=why)
+        audit = [AuditEntry(namespace, "delete", rid, actor, why, details={"outcome": "done"}) for rid in family]
         self._hot.pop(namespace, None)
         return self.store.delete(namespace, family, audit)
 
@@ -897,6 +905,7 @@ class Memory:
         flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_superseded)
         return self.store.list_records(namespace, flt)
 
+    @observed("search", args=("namespace", "k"), result=searched)
     def search(
         self,
         query: str,
@@ -938,7 +947,8 @@ class Memory:
                 ``metadata["redacted"]`` lists the kinds withheld. Ranking always uses the stored
                 text; redaction changes only what is returned, never what is stored.
 
-        Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant.
+        Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant. Canary
+        records (:mod:`retain.canary`) are never returned.
 
         Raises:
             InvalidInput: bad namespace, k < 1, unknown preset, type or tier; ``allow_raw`` not a bool.
@@ -971,6 +981,7 @@ class Memory:
         encoded = self.state_encoder.encode(st) if use_state else None
         extra = self._state_pool(namespace, encoded, flt) if encoded is not None else []
         pool = self._candidates(query, namespace, flt, cfg, extra=extra)
+        annotate(k=k, n_candidates=len(pool.records))
         if not pool.records:
             return []
         scores = self._fuse(pool, cfg)
@@ -1075,6 +1086,8 @@ class Memory:
             dense_hits = self.store.search_vector(namespace, qvec, flt, cfg.candidates)
         ids = list(dict.fromkeys([h.id for h in lexical] + [h.id for h in dense_hits] + list(extra)))
         records = self.store.get(namespace, ids)
+        if any(is_canary(r) for r in records):  # canaries never surface in results (retain.canary)
+            records, lexical, dense_hits = drop_canaries(records, lexical, dense_hits)
         via_neighbor = [False] * len(records)
         if cfg.neighbors and records:
             wanted = {(r.segment, r.seq + d) for r in records if r.seq is not None for d in (-1, 1) if r.seq + d >= 0}
@@ -1104,6 +1117,75 @@ class Memory:
         if cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and pool.query_vector is not None:
             return self.fusion.score(pool.features())
         return pool.rrf
+
+    # --- context, provenance, canaries (retain.context, retain.canary) ---------------------
+
+    def context(
+        self,
+        query: str,
+        *,
+        namespace: str,
+        budget_tokens: int,
+        state: Mapping[str, Any] | None = None,
+        k: int = 20,
+        threshold: float | None = None,
+        actor: str = "agent",
+    ) -> Context:
+        """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens
+        of the rendered lines): the namespace's current hard constraints first (mandatory), then
+        search hits best first. Returns a :class:`~retain.context.Context` (``text``,
+        ``provenance_id``, included items with scores and sources, left-out candidates with the
+        reason); the provenance is stored and audited as "retrieve". ``state`` is stored as given
+        (a JSON object). See :mod:`retain.context`.
+
+        Raises:
+            InvalidInput: bad arguments (named in the message).
+            BudgetInfeasible: the hard constraints alone exceed ``budget_tokens``; nothing stored.
+        """
+        from retain.context import pack
+
+        return pack(
+            self,
+            query,
+            namespace=namespace,
+            budget_tokens=budget_tokens,
+            state=state,
+            k=k,
+            threshold=threshold,
+            actor=actor,
+        )
+
+    def explain(self, provenance_id: str, *, namespace: str | None = None) -> Provenance:
+        """How the context ``provenance_id`` was packed: records in, their scores and sources, and
+        candidates left out and why (:class:`~retain.context.Provenance`).
+
+        Raises:
+            RecordNotFound: no such provenance (in ``namespace`` when given).
+        """
+        from retain.context import explain
+
+        return explain(self, provenance_id, namespace=namespace)
+
+    def add_canary(self, content: str, *, namespace: str, source: str | None = None, actor: str = "user") -> str:
+        """Plant a canary record (pinned, marked with its content's sha256, never returned by search)
+        and return its id; :meth:`check_canaries` reports whether it is still held unchanged. See
+        :mod:`retain.canary`.
+
+        Raises:
+            InvalidInput: empty content, or the content is already held in the namespace.
+            TextTooLong: over ``config.max_record_chars`` (a canary is never split).
+            BudgetInfeasible: with a budget, the mandatory records would no longer fit.
+        """
+        from retain.canary import add_canary
+
+        return add_canary(self, content, namespace=namespace, source=source, actor=actor)
+
+    def check_canaries(self, namespace: str | None = None) -> CanaryReport:
+        """Every canary (of ``namespace``, or of all namespaces) with its status: held, missing,
+        changed or archived (:class:`~retain.canary.CanaryReport`; ``ok`` when all are held)."""
+        from retain.canary import check
+
+        return check(self, namespace)
 
     # --- export / info --------------------------------------------------------------------
 

@@ -25,8 +25,10 @@ from retain.store import ALL_RECORDS, AuditEntry, RecordFilter, SQLiteStore, Sto
 from retain.store.base import (
     AppendAudit,
     CountRecords,
+    GetProvenance,
     GetRecords,
     LexicalSearch,
+    PutProvenance,
     PutRecords,
     VectorSearch,
 )
@@ -582,3 +584,22 @@ def test_sqlite_newer_schema_version_is_refused(tmp_path: Path) -> None:
         assert later._conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
     finally:
         later.close()
+
+
+def test_provenance_round_trips_is_written_once_and_purged_with_its_namespace(store: Store) -> None:
+    body = {"query": "où est le café ☕", "items": [{"record_id": "A", "score": 0.125}], "state": None}
+    pid, other = new_id(), new_id()
+    assert store.batch([PutProvenance(pid, "ns-a", T0, body), PutProvenance(other, "ns-b", T0, {"x": 1})]) == [
+        None,
+        None,
+    ]
+    assert store.provenance(pid) == {"id": pid, "namespace": "ns-a", "created_at": T0, "body": body}
+    assert store.provenance(pid, "ns-a") == store.provenance(pid)
+    assert store.provenance(pid, "ns-b") is None and store.provenance("absent") is None
+    with pytest.raises(InvalidInput, match="already exists"):
+        store.batch([AppendAudit(AuditEntry("ns-a", "retrieve")), PutProvenance(pid, "ns-a", T0, {})])
+    assert store.audit_log() == []  # all or nothing
+    assert store.batch([GetProvenance(other)])[0]["body"] == {"x": 1}
+    store.put([make("ns-a", "kept elsewhere")])
+    store.delete_namespace("ns-a")
+    assert store.provenance(pid) is None and store.provenance(other) is not None

@@ -32,11 +32,13 @@ __all__ = [
     "DeleteNamespace",
     "DeleteRecords",
     "FindByHash",
+    "GetProvenance",
     "GetRecords",
     "LexicalSearch",
     "ListNamespaces",
     "ListRecords",
     "Op",
+    "PutProvenance",
     "PutRecords",
     "ReadAudit",
     "RecordFilter",
@@ -232,6 +234,29 @@ class ReadAudit:
     limit: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PutProvenance:
+    """Store the provenance of one packed context (:mod:`retain.context`). Result: None.
+
+    ``body`` is JSON-serialisable: record ids, scores, token counts, reasons; no record content.
+    Raises InvalidInput when ``id`` already exists (provenance is written once).
+    """
+
+    id: str
+    namespace: str
+    created_at: datetime
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class GetProvenance:
+    """Result: ``{"id", "namespace", "created_at" (UTC datetime), "body"}`` or None when absent;
+    ``namespace`` None = look in every namespace (ids are unique store-wide)."""
+
+    id: str
+    namespace: str | None = None
+
+
 Op = (
     PutRecords
     | GetRecords
@@ -246,6 +271,8 @@ Op = (
     | ListNamespaces
     | AppendAudit
     | ReadAudit
+    | PutProvenance
+    | GetProvenance
 )
 
 
@@ -356,6 +383,11 @@ class Store(ABC):
     def audit_log(self, namespace: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Audit entries in order; see :class:`ReadAudit`."""
         result: list[dict[str, Any]] = self.batch([ReadAudit(namespace, limit)])[0]
+        return result
+
+    def provenance(self, id: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """A stored context provenance; see :class:`GetProvenance`."""
+        result: dict[str, Any] | None = self.batch([GetProvenance(id, namespace)])[0]
         return result
 
     def __enter__(self) -> Store:

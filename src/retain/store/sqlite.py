@@ -35,11 +35,13 @@ from retain.store.base import (
     DeleteNamespace,
     DeleteRecords,
     FindByHash,
+    GetProvenance,
     GetRecords,
     LexicalSearch,
     ListNamespaces,
     ListRecords,
     Op,
+    PutProvenance,
     PutRecords,
     ReadAudit,
     RecordFilter,
@@ -115,10 +117,19 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
         BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
     """,
+    """
+    CREATE TABLE provenance (
+        id TEXT PRIMARY KEY,
+        namespace TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        body TEXT NOT NULL
+    );
+    CREATE INDEX provenance_ns ON provenance (namespace, created_at);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_WRITE_OPS = (PutRecords, DeleteRecords, DeleteNamespace, AppendAudit)
+_WRITE_OPS = (PutRecords, DeleteRecords, DeleteNamespace, AppendAudit, PutProvenance)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -483,6 +494,7 @@ class SQLiteStore(Store):
 
     def _delete_namespace(self, op: DeleteNamespace) -> int:
         rowids = [r[0] for r in self._conn.execute("SELECT rowid FROM records WHERE namespace = ?", (op.namespace,))]
+        self._conn.execute("DELETE FROM provenance WHERE namespace = ?", (op.namespace,))  # queries and states
         return self._purge_rowids(op.namespace, rowids)
 
     def _purge_rowids(self, namespace: str, rowids: list[int]) -> int:
@@ -563,6 +575,25 @@ class SQLiteStore(Store):
             out.append(item)
         return out
 
+    def _put_provenance(self, op: PutProvenance) -> None:
+        try:
+            self._conn.execute(
+                "INSERT INTO provenance (id, namespace, created_at, body) VALUES (?, ?, ?, ?)",
+                (op.id, op.namespace, _to_us(op.created_at), json.dumps(op.body, ensure_ascii=False, sort_keys=True)),
+            )
+        except sqlite3.IntegrityError as exc:
+            raise InvalidInput(f"provenance {op.id} already exists") from exc
+
+    def _get_provenance(self, op: GetProvenance) -> dict[str, Any] | None:
+        sql = "SELECT id, namespace, created_at, body FROM provenance WHERE id = ?"
+        params: tuple[str, ...] = (op.id,)
+        if op.namespace is not None:
+            sql, params = sql + " AND namespace = ?", (op.id, op.namespace)
+        row = self._conn.execute(sql, params).fetchone()
+        if row is None:
+            return None
+        return {"id": row[0], "namespace": row[1], "created_at": _from_us(row[2]), "body": json.loads(row[3])}
+
 
 _HANDLERS: dict[type, Any] = {
     PutRecords: SQLiteStore._put,
@@ -578,6 +609,8 @@ _HANDLERS: dict[type, Any] = {
     ListNamespaces: SQLiteStore._namespaces,
     AppendAudit: SQLiteStore._append_audit,
     ReadAudit: SQLiteStore._read_audit,
+    PutProvenance: SQLiteStore._put_provenance,
+    GetProvenance: SQLiteStore._get_provenance,
 }
 
 

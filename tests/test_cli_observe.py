@@ -1,0 +1,104 @@
+"""CLI: retain context / explain / add-canary / check, and the global --log option."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from retain import HashingEncoder, Memory
+from retain.cli import app
+
+runner = CliRunner()
+NS = "cli-obs"
+SECRET = "plover-5521"
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("RETAIN_ENCODER", "hashing-64")
+    monkeypatch.delenv("RETAIN_LOG", raising=False)
+    path = tmp_path / "cli.db"
+    monkeypatch.setenv("RETAIN_DB", str(path))
+    with Memory(path, encoder=HashingEncoder(64)) as mem:
+        mem.add("Keep the total under 900 EUR.", namespace=NS, type="hard_constraint", source="chat:1")
+        mem.add_many(
+            [{"content": f"Day {i}: the ferry to the island left late.", "source": f"chat:{i}"} for i in range(8)],
+            namespace=NS,
+        )
+    return path
+
+
+def test_context_then_explain_table_and_json(db: Path) -> None:
+    packed = runner.invoke(app, ["context", "ferry island", "-n", NS, "--budget", "40", "-k", "6", "--json"])
+    assert packed.exit_code == 0, packed.output
+    doc = json.loads(packed.stdout)
+    assert doc["text"].startswith("[constraint] Keep the total under 900 EUR.")
+    assert doc["used_tokens"] <= 40 and doc["left_out"]
+
+    table = runner.invoke(app, ["explain", doc["id"]])
+    assert table.exit_code == 0, table.output
+    for item in doc["items"]:
+        assert item["record_id"] in table.stdout
+    assert "left out" in table.stdout and "budget" in table.stdout and "chat:" in table.stdout
+    assert "hard_constraint" in table.stdout and "ferry island" in table.stdout
+
+    as_json = runner.invoke(app, ["explain", doc["id"], "--json"])
+    assert as_json.exit_code == 0
+    assert json.loads(as_json.stdout) == {k: v for k, v in doc.items() if k != "text"}
+
+    plain = runner.invoke(app, ["context", "ferry", "-n", NS, "--budget", "40"])
+    assert plain.exit_code == 0 and plain.stdout.startswith("[constraint]") and "provenance:" in plain.stderr
+
+
+def test_explain_and_context_errors(db: Path) -> None:
+    missing = runner.invoke(app, ["explain", "01NOTTHERE"])
+    assert missing.exit_code == 2 and "no context provenance" in missing.stderr
+    tight = runner.invoke(app, ["context", "ferry", "-n", NS, "--budget", "3"])
+    assert tight.exit_code == 2 and "budget_tokens is 3" in tight.stderr
+    nostore = runner.invoke(app, ["explain", "X", "--db", str(db.parent / "absent.db")])
+    assert nostore.exit_code == 2 and "no store" in nostore.stderr
+
+
+def test_add_canary_and_check(db: Path) -> None:
+    planted = runner.invoke(app, ["add-canary", "Canary 1a2b: violet umbrella.", "-n", NS])
+    assert planted.exit_code == 0, planted.output
+    cid = planted.stdout.strip()
+    ok = runner.invoke(app, ["check"])
+    assert ok.exit_code == 0 and "ok: 1 canaries" in ok.stdout and cid in ok.stdout
+    again = runner.invoke(app, ["add-canary", "Canary 1a2b: violet umbrella.", "-n", NS])
+    assert again.exit_code == 2 and "already held" in again.stderr
+    with Memory(db, encoder=HashingEncoder(64)) as mem:
+        mem.delete(cid, namespace=NS)
+    failed = runner.invoke(app, ["check", "-n", NS])
+    assert failed.exit_code == 1
+    assert f"missing  {NS}  {cid}" in failed.stdout and "FAILED: 0 held, 1 missing" in failed.stdout
+
+
+@pytest.mark.parametrize("how", ["option", "env"])
+def test_global_log_option_writes_json_lines_without_content(
+    db: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    args = ["add", f"The locker code is {SECRET}.", "-n", NS]
+    if how == "option":
+        args = ["--log", "json", *args]
+    else:
+        monkeypatch.setenv("RETAIN_LOG", "json")
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stderr.splitlines()]
+    assert [e["event"] for e in events] == ["add"]
+    assert events[0]["ids"] == [result.stdout.strip()] and events[0]["namespace"] == NS
+    assert SECRET not in result.stderr
+
+
+def test_bad_log_value_is_refused(db: Path) -> None:
+    result = runner.invoke(app, ["--log", "xml", "info"])
+    assert result.exit_code == 2 and "xml" in result.output
+
+
+def test_no_log_without_the_option(db: Path) -> None:
+    result = runner.invoke(app, ["search", "ferry", "-n", NS, "--json"])
+    assert result.exit_code == 0 and result.stderr == ""
