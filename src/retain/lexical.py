@@ -12,8 +12,9 @@ stemming is left to the backend (FTS5 ``porter``).
 from __future__ import annotations
 
 import re
+import unicodedata
 
-__all__ = ["STOPWORDS", "index_terms", "query_terms"]
+__all__ = ["STOPWORDS", "TERSE_FILLERS", "index_terms", "is_terse", "query_terms"]
 
 # Han, Hiragana, Katakana, Hangul syllables, CJK punctuation excluded.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
@@ -70,3 +71,42 @@ def query_terms(text: str, *, drop_stopwords: bool = True) -> list[str]:
         return terms
     kept = [t for t in terms if t not in STOPWORDS]
     return kept or terms
+
+
+# Words and phrases that carry no content in a memory query: continuation prompts ("ok, continue",
+# "go ahead", "what next?", "好的继续"). English phrases match whole words, case-insensitively;
+# Chinese / Japanese phrases match as substrings.
+TERSE_FILLERS: tuple[str, ...] = (
+    # English
+    "ok", "okay", "k", "yes", "yeah", "yep", "sure", "right", "fine", "great", "good", "cool", "thanks",
+    "thank you", "please", "pls", "alright", "all right", "so", "and", "then", "now", "next", "step",
+    "continue", "carry on", "keep going", "go", "go on", "go ahead", "ahead", "proceed", "do it",
+    "what", "what's", "whats", "what is", "and then", "then what", "what now", "wrap up", "wrap it up",
+    "close it out", "close out", "finish", "finish up", "let's", "lets", "let us", "the", "it", "on",
+    "up", "out",
+    # German / Spanish
+    "ja", "weiter", "mach weiter", "los", "sí", "si", "vale", "sigue", "adelante", "continúa", "continua",
+    # Chinese / Japanese
+    "好的", "好", "行", "嗯", "继续", "下一步", "接下来", "然后", "呢", "吧", "啊", "请", "続けて",
+    "はい",
+)  # fmt: skip
+_LATIN_FILLERS = sorted((f for f in set(TERSE_FILLERS) if not _HAS_CJK.search(f)), key=len, reverse=True)
+_CJK_FILLERS = sorted((f for f in set(TERSE_FILLERS) if _HAS_CJK.search(f)), key=len, reverse=True)
+_LATIN_RE = re.compile(r"(?<![\w'])(?:" + "|".join(re.escape(f) for f in _LATIN_FILLERS) + r")(?![\w'])")
+
+
+def is_terse(query: str) -> bool:
+    """True when ``query`` has no content term: a continuation prompt such as "ok, continue".
+
+    Definition: NFKC-normalise and lower-case the query; delete every phrase of
+    :data:`TERSE_FILLERS` (English ones as whole words, CJK ones as substrings), then every
+    character that is not a letter or digit. The query is terse when nothing is left. So "ok,
+    continue", "go ahead", "what next?", "next step", "好的继续" and "下一步呢？" are terse; "check the
+    references", "can we go to 100% this week?" and "湖畔云栖那家的房间够不够我们住？" are not.
+    An empty query is terse.
+    """
+    text = unicodedata.normalize("NFKC", query).lower().replace("\u2019", "'")
+    text = _LATIN_RE.sub(" ", text)
+    for phrase in _CJK_FILLERS:
+        text = text.replace(phrase, " ")
+    return not any(ch.isalnum() for ch in text)

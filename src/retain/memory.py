@@ -23,7 +23,7 @@ from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
 from retain.canary import drop_canaries, is_canary
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, TextTooLong
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
-from retain.lexical import index_terms, query_terms
+from retain.lexical import index_terms, is_terse, query_terms
 from retain.observe import added, annotate, observed, offered, searched, superseded
 from retain.record import (
     MemoryRecord,
@@ -50,7 +50,7 @@ from retain.retrieve import (
     mmr,
     rrf,
 )
-from retain.sam import PHASE_KEY, Candidates, StateScorer, candidates_from_records, is_terse
+from retain.sam import PHASE_KEY, Candidates, StateScorer, candidates_from_records
 from retain.state import AgentState, StateEncoder
 from retain.store.base import (
     ALL_RECORDS,
@@ -989,7 +989,7 @@ class Memory:
         if encoded is not None and self.state_scorer is not None:
             cands, content, n_terms = self._sam_inputs(namespace, pool, scores, cfg)
             scores, sam_parts, _ = self.state_scorer.score(
-                encoded, st.phase, cands, content, query_terms=n_terms, terse=is_terse(query, n_terms)
+                encoded, st.phase, cands, content, query_terms=n_terms, terse=is_terse(query)
             )
         order = np.argsort(-scores, kind="stable")
         if cfg.threshold is not None:

@@ -47,7 +47,6 @@ __all__ = [
     "SamExample",
     "StateScorer",
     "candidates_from_records",
-    "is_terse",
     "train_state_scorer",
 ]
 
@@ -75,14 +74,6 @@ PHASE_KEY = "phase"
 """Metadata key under which :meth:`retain.Memory.add` records the phase the record was written in."""
 _REWEIGHTED = ("whole_rw", "goal_rw", "result_rw")
 _ALPHA_INPUTS = ("bias", "log_query_terms", "terse", "top_content", "phase_known")
-TERSE_WORDS = 4
-
-
-def is_terse(query: str, n_terms: int) -> bool:
-    """A terse query: at most 4 words, or no content terms after stop-word removal ("ok, continue")."""
-    return len(query.split()) <= TERSE_WORDS or n_terms == 0
-
-
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """What SAM needs of n candidate memories.
@@ -266,7 +257,7 @@ class StateScorer:
         Args:
             state: the encoded state; phase: its phase name (None when unknown).
             cands: the candidates; content: (n,) content scores in [0, 1] (higher = more relevant).
-            query_terms: distinct content terms of the query; terse: :func:`is_terse` of the query.
+            query_terms: distinct content terms of the query; terse: :func:`retain.lexical.is_terse` of the query.
             empty_state: the state carries nothing: alpha = 0 (content scoring only).
 
         Returns:
@@ -447,43 +438,48 @@ def train_state_scorer(
     bias = param(1)
     phase_vecs = param(max(1, len(learned_phases)), d)
     params = [theta, gamma, type_bias, B, P, W1, W2, alpha, bias, phase_vecs]
-    batch = []
-    for e, x in zip(usable, feats, strict=True):
-        batch.append(
-            (
-                torch.tensor((x - mean) / scale),
-                torch.tensor(e.cands.vectors.astype(np.float64)),
-                torch.tensor(e.cands.types),
-                torch.tensor(np.stack([e.state.whole, e.state.goal, e.state.result]).astype(np.float64)),
-                torch.tensor(e.state.phase.astype(np.float64)),
-                phase_index.get(e.phase or ""),
-                torch.tensor(e.content),
-                torch.tensor(e.needed),
-                torch.tensor([1.0, math.log1p(e.query_terms), float(e.terse), float(e.content.max()), 0.0],
-                             dtype=torch.float64),
-            )
-        )
+    # Pad every probe's candidates to one (m, n_max) batch; padded slots are masked out of the softmax.
+    m, n_max = len(usable), max(len(e.content) for e in usable)
+    X = np.zeros((m, n_max, f))
+    E = np.zeros((m, n_max, d))
+    T = np.zeros((m, n_max), dtype=np.int64)
+    C = np.zeros((m, n_max))
+    valid = np.zeros((m, n_max), dtype=bool)
+    pos = np.zeros((m, n_max))
+    parts = np.zeros((m, 3, d))
+    phase0 = np.zeros((m, d))
+    pidx = np.zeros(m, dtype=np.int64)
+    known = np.zeros(m)
+    ain = np.zeros((m, len(_ALPHA_INPUTS)))
+    for i, (e, x) in enumerate(zip(usable, feats, strict=True)):
+        n = len(e.content)
+        X[i, :n], E[i, :n], T[i, :n] = (x - mean) / scale, e.cands.vectors, e.cands.types
+        C[i, :n], valid[i, :n] = e.content, True
+        pos[i, :n] = e.needed / e.needed.sum()
+        parts[i] = np.stack([e.state.whole, e.state.goal, e.state.result])
+        phase0[i] = e.state.phase
+        j = phase_index.get(e.phase or "")
+        pidx[i], known[i] = (j, 1.0) if j is not None else (0, 0.0)
+        ain[i] = [1.0, math.log1p(e.query_terms), float(e.terse), float(e.content.max()), known[i]]
+    Xt, Et, Tt, Ct = torch.tensor(X), torch.tensor(E), torch.tensor(T), torch.tensor(C)
+    validt, post, partst = torch.tensor(valid), torch.tensor(pos), torch.tensor(parts)
+    phase0t, pidxt, knownt, aint = torch.tensor(phase0), torch.tensor(pidx), torch.tensor(known), torch.tensor(ain)
+    pn = torch.clamp(partst.norm(dim=2), min=1e-12)  # (m, 3)
     opt = torch.optim.Adam(params, lr=lr)
     for _ in range(epochs):
         opt.zero_grad()
-        total = torch.zeros((), dtype=torch.float64)
-        for xt, E, types, parts, s_phase0, pidx, content_t, needed, ain in batch:
-            s_phase = s_phase0 + phase_vecs[pidx] if pidx is not None else s_phase0
-            if pidx is not None:
-                ain = ain.clone()
-                ain[4] = 1.0
-            w = 1.0 + W2 @ torch.tanh(W1 @ torch.cat([parts[0], s_phase]))
-            norms = torch.sqrt(torch.clamp((E * E) @ (w * w), min=1e-12))
-            pn = torch.clamp(parts.norm(dim=1), min=1e-12)
-            rw = ((E * w) @ parts.T) / (norms[:, None] * pn[None, :])
-            prior = (type_bias + B @ torch.tanh(s_phase @ P))[types]
-            s = torch.sigmoid(xt @ theta + rw @ gamma + prior + bias)
-            a = torch.sigmoid(alpha @ ain)
-            final = a * s + (1 - a) * content_t
-            logp = torch.log_softmax(final / temperature, dim=0)
-            total = total - logp[needed].mean()
+        s_phase = phase0t + knownt[:, None] * phase_vecs[pidxt]  # (m, d)
+        w = 1.0 + torch.tanh(torch.cat([partst[:, 0], s_phase], dim=1) @ W1.T) @ W2.T  # (m, d)
+        norms = torch.sqrt(torch.clamp((Et * Et) @ (w * w)[:, :, None], min=1e-12))[..., 0]  # (m, n)
+        rw = torch.einsum("mnd,md,mkd->mnk", Et, w, partst) / (norms[..., None] * pn[:, None, :])
+        prior = torch.gather(type_bias[None, :] + torch.tanh(s_phase @ P) @ B.T, 1, Tt)  # (m, n)
+        s = torch.sigmoid(Xt @ theta + rw @ gamma + prior + bias)
+        a = torch.sigmoid(aint @ alpha)[:, None]
+        final = (a * s + (1 - a) * Ct) / temperature
+        logp = torch.log_softmax(final.masked_fill(~validt, -1e9), dim=1)
+        nll = -(post * logp.masked_fill(~validt, 0.0)).sum(dim=1).mean()
         reg = sum((p * p).sum() for p in (theta, gamma, type_bias, B, P, W1, W2, phase_vecs))
-        loss = total / len(batch) + l2 * reg
+        loss = nll + l2 * reg
         loss.backward()  # type: ignore[no-untyped-call]
         opt.step()
     out = {

@@ -133,7 +133,7 @@ def collect_pools(
             cfg = PRESETS["default"]
             for q in conv.questions:
                 t0 = time.perf_counter()
-                hits = mem.search(q.question, namespace=namespace, k=RANK_DEPTH) if search else []
+                hits = mem.search(q.question, namespace=namespace, k=RANK_DEPTH, allow_raw=True) if search else []
                 elapsed = (time.perf_counter() - t0) * 1000
                 pool = mem._candidates(q.question, namespace, RecordFilter(), cfg)
                 pools.append(

@@ -19,9 +19,10 @@ import numpy as np
 
 from retain.basis import Encoder
 from retain.errors import InvalidInput
+from retain.lexical import is_terse
 from retain.memory import Memory
 from retain.retrieve import PRESETS
-from retain.sam import SamExample, StateScorer, is_terse, train_state_scorer
+from retain.sam import SamExample, StateScorer, train_state_scorer
 from retain.state import AgentState
 from retain.store.base import HOT_TIERS, RecordFilter
 
@@ -91,7 +92,7 @@ def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample
                     content=np.asarray(content, dtype=np.float64),
                     needed=np.array([i in needed for i in ids], dtype=bool),
                     query_terms=n_terms,
-                    terse=is_terse(probe["query"], n_terms),
+                    terse=is_terse(probe["query"]),
                     group=sid,
                 )
                 out.append(ProbeExample(example, ids, needed, probe["query"]))

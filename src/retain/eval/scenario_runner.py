@@ -86,7 +86,13 @@ def content_retriever(memory: Memory, namespace: str, query: str, state: Mapping
     return memory.search(query, namespace=namespace, k=k)
 
 
-RETRIEVERS: dict[str, Retriever] = {"content": content_retriever}
+def state_retriever(memory: Memory, namespace: str, query: str, state: Mapping[str, Any], k: int) -> list[Hit]:
+    """State-adaptive :meth:`Memory.search`: the probe's task state drives the ranking with the query
+    (:mod:`retain.sam`)."""
+    return memory.search(query, namespace=namespace, k=k, state=state or None)
+
+
+RETRIEVERS: dict[str, Retriever] = {"content": content_retriever, "state": state_retriever}
 """Retrievers by the name ``--retriever`` takes. Add one with :func:`register_retriever`."""
 
 
@@ -170,6 +176,7 @@ def _replay(
                 seq=event.index,
                 source=f"{prefix}{event.id}",
                 actor="eval",
+                state=event.state or None,
             )
         except BudgetInfeasible as exc:
             infeasible = {"event": event.id, "message": str(exc)}

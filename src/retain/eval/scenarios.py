@@ -15,14 +15,12 @@ an :class:`~retain.errors.InvalidInput` naming the file and the JSON path of the
 ``gold`` is optional per event (an event without it is not counted in ``type_accuracy`` and is never
 a hard constraint); it is the answer key and the runner never shows it to the system under test.
 
-Terse probes: :func:`is_terse` (see :data:`TERSE_FILLERS`).
+Terse probes: :func:`retain.lexical.is_terse` (see :data:`retain.lexical.TERSE_FILLERS`).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from retain.errors import InvalidInput
+from retain.lexical import TERSE_FILLERS, is_terse
 from retain.record import MemoryType, utc, validate_namespace
 
 __all__ = [
@@ -53,44 +52,6 @@ GOLD_TYPES = frozenset(t.value for t in MemoryType)
 State = dict[str, Any]
 """The agent's task state as given in the file (``phase``, ``subgoals``, ``constraints``,
 ``uncertain``, ``last_result``; all optional, kept verbatim)."""
-
-# Words and phrases that carry no content in a memory query: continuation prompts ("ok, continue",
-# "go ahead", "what next?", "好的继续"). English phrases match whole words, case-insensitively;
-# Chinese / Japanese phrases match as substrings.
-TERSE_FILLERS: tuple[str, ...] = (
-    # English
-    "ok", "okay", "k", "yes", "yeah", "yep", "sure", "right", "fine", "great", "good", "cool", "thanks",
-    "thank you", "please", "pls", "alright", "all right", "so", "and", "then", "now", "next", "step",
-    "continue", "carry on", "keep going", "go", "go on", "go ahead", "ahead", "proceed", "do it",
-    "what", "what's", "whats", "what is", "and then", "then what", "what now", "wrap up", "wrap it up",
-    "close it out", "close out", "finish", "finish up", "let's", "lets", "let us", "the", "it", "on",
-    "up", "out",
-    # Chinese / Japanese
-    "好的", "好", "行", "嗯", "继续", "下一步", "接下来", "然后", "呢", "吧", "啊", "请", "続けて",
-    "はい",
-)  # fmt: skip
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
-_LATIN_FILLERS = sorted((f for f in set(TERSE_FILLERS) if not _CJK.search(f)), key=len, reverse=True)
-_CJK_FILLERS = sorted((f for f in set(TERSE_FILLERS) if _CJK.search(f)), key=len, reverse=True)
-_LATIN_RE = re.compile(r"(?<![\w'])(?:" + "|".join(re.escape(f) for f in _LATIN_FILLERS) + r")(?![\w'])")
-
-
-def is_terse(query: str) -> bool:
-    """True when ``query`` has no content term: a continuation prompt such as "ok, continue".
-
-    Definition: NFKC-normalise and lower-case the query; delete every phrase of
-    :data:`TERSE_FILLERS` (English ones as whole words, CJK ones as substrings), then every
-    character that is not a letter or digit. The query is terse when nothing is left. So "ok,
-    continue", "go ahead", "what next?", "next step", "好的继续" and "下一步呢？" are terse; "check the
-    references", "can we go to 100% this week?" and "湖畔云栖那家的房间够不够我们住？" are not.
-    An empty query is terse.
-    """
-    text = unicodedata.normalize("NFKC", query).lower().replace("\u2019", "'")
-    text = _LATIN_RE.sub(" ", text)
-    for phrase in _CJK_FILLERS:
-        text = text.replace(phrase, " ")
-    return not any(ch.isalnum() for ch in text)
-
 
 @dataclass(frozen=True, slots=True)
 class Gold:

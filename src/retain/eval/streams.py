@@ -132,7 +132,7 @@ def _replay(
         for q in stream.questions:
             if not q.evidence:
                 continue
-            hits = mem.search(q.text, namespace=namespace, k=k_max)
+            hits = mem.search(q.text, namespace=namespace, k=k_max, allow_raw=True)
             ranked = [str(h.record.metadata.get(EVIDENCE_KEY)) for h in hits]
             per_q.append(
                 {
