@@ -42,8 +42,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from retain.lexical import STOPWORDS, index_terms
+import numpy as np
+
+from retain.lexical import STOPWORDS, index_terms, query_terms
 from retain.record import MemoryRecord
+from retain.store.base import RecordFilter, Store
 
 __all__ = [
     "CORRECTION_CUES",
@@ -54,6 +57,7 @@ __all__ = [
     "Relation",
     "correction_cues",
     "decide",
+    "find_updates",
     "negated_terms",
     "subject_terms",
     "value_slots",
@@ -114,6 +118,12 @@ _NEGATION = re.compile(
 )
 _NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*(?:月\d+[日号])?")
 _DATE = re.compile(r"^\d+月\d+[日号]$")
+# A number right after one of these names a thing (parcel number 137, order #12), it is no value.
+_ID_BEFORE = re.compile(
+    r"(?:\b(?:number|no|nr|id|ticket|order|parcel|case|issue|invoice|room|flight|seat|step|item|part|page|row|"
+    r"line|chapter|version|v)\.?|#|第)\s*$",
+    re.IGNORECASE,
+)
 _CJK_STOP = frozenset("的了是在我你他她它们和也都就要吧呢啊吗这那有还")
 _DESTINATION = re.compile(r"\b(?:to|for)\s+([^\d.,;:!?\n]{2,40})(?=[.,;:!?\n]|$)")
 _IDENT = re.compile(r"\b(?=[\w.\-/]*\d)(?=[\w.\-/]*[A-Za-z])[\w][\w.\-/]{2,}\b|\b[\w\-]+\.[a-z]{1,4}\b")
@@ -142,7 +152,8 @@ def values(text: str) -> set[str]:
 
 def value_slots(text: str, window: int = 3) -> dict[str, set[str]]:
     """Each number of ``text`` (normalised as in :func:`values`) with its slot: the stemmed words
-    within ``window`` words on either side (CJK: the characters within ``window`` characters)."""
+    within ``window`` words on either side (CJK: the characters within ``window`` characters), plus
+    "#date" for a CJK month-day date and "#id" for a number naming a thing ("parcel number 137")."""
     slots: dict[str, set[str]] = {}
     for m in _NUMBER.finditer(text):
         left = text[max(0, m.start() - 60) : m.start()]
@@ -151,6 +162,8 @@ def value_slots(text: str, window: int = 3) -> dict[str, set[str]]:
         ctx |= set(_CJK_CHAR.findall(left[-window:])) | set(_CJK_CHAR.findall(right[:window]))
         if _DATE.match(m.group(0)):
             ctx.add("#date")
+        if _ID_BEFORE.search(left):
+            ctx.add("#id")
         slots.setdefault(_norm(m.group(0)), set()).update(ctx)
     return slots
 
@@ -255,10 +268,15 @@ def _overlap(a: set[str], b: set[str]) -> float:
 
 
 def _aligned_change(new: dict[str, set[str]], old: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """(old value, new value) pairs where an old number is gone and a new one shares its slot."""
+    """(old value, new value) pairs where an old number is gone and a new one shares its slot;
+    none when the two name different things (parcel number 136 vs parcel number 137)."""
+    new_ids = {v for v, ctx in new.items() if "#id" in ctx}
+    old_ids = {v for v, ctx in old.items() if "#id" in ctx}
+    if new_ids and old_ids and not new_ids & old_ids:
+        return []
     gone = [v for v in old if v not in new]
     came = [v for v in new if v not in old]
-    return [(o, n) for o in gone for n in came if old[o] & new[n]]
+    return [(o, n) for o in gone for n in came if old[o] & new[n] and "#id" not in old[o] | new[n]]
 
 
 def _adopted(text: str, old_terms: set[str]) -> bool:
@@ -362,3 +380,50 @@ def decide(
     if best is None:
         return ConflictDecision(Relation.NEW, None, 0.0, 0.0, cues, "no conflicting record")
     return best
+
+
+def find_updates(
+    store: Store,
+    namespace: str,
+    records: Sequence[MemoryRecord],
+    *,
+    policy: ConflictPolicy = DEFAULT_POLICY,
+    judge: ConflictJudge | None = None,
+    window: int = 10,
+) -> list[tuple[MemoryRecord, ConflictDecision]]:
+    """The updates among ``records`` (new, embedded, not yet stored; in arrival order).
+
+    Each record is compared (:func:`decide`) with the current records of ``namespace`` (any tier)
+    that are among its ``window`` dense neighbours or its ``window`` best BM25 matches, and with the
+    records before it in ``records``. A record is superseded at most once per call.
+
+    Returns:
+        (new record, decision) pairs with ``decision.relation == Relation.UPDATE``; the superseded
+        record is ``decision.target``. Split parts (``metadata["split_group"]``) never take part.
+    """
+    out: list[tuple[MemoryRecord, ConflictDecision]] = []
+    earlier: list[MemoryRecord] = []
+    retired: set[str] = set()
+    everywhere = RecordFilter(tiers=None)
+    for rec in records:
+        if rec.embedding is None or "split_group" in rec.metadata:
+            continue
+        ids = [h.id for h in store.search_vector(namespace, rec.embedding, everywhere, limit=window)]
+        if store.supports_lexical:
+            terms = query_terms(rec.content)
+            ids += [h.id for h in store.search_lexical(namespace, terms, everywhere, limit=window)]
+        pool = store.get(namespace, list(dict.fromkeys(ids))) + earlier
+        candidates = [(r, _cosine(rec, r)) for r in pool if r.id not in retired and r.embedding is not None]
+        decision = decide(rec, candidates, policy=policy, judge=judge)
+        if decision.relation is Relation.UPDATE and decision.target is not None:
+            retired.add(decision.target.id)
+            out.append((rec, decision))
+        earlier.append(rec)
+    return out
+
+
+def _cosine(a: MemoryRecord, b: MemoryRecord) -> float:
+    assert a.embedding is not None and b.embedding is not None
+    x, y = a.embedding.astype(np.float64), b.embedding.astype(np.float64)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y) / norm if norm else 0.0
