@@ -38,7 +38,7 @@ def replay(path: Path, encoder: Encoder, config: MemoryConfig) -> dict[str, Any]
         audit = mem.store.audit_log("s")
     predicted = {(by_record[r.id], by_record[r.supersedes]) for r in records if r.supersedes}
     reasons = {
-        (by_record[a["details"]["superseded_by"]], by_record[a["record_id"]]): a["reason"]
+        (by_record[a["details"]["superseded_by"]], by_record[a["record_id"]]): f"{a['reason']} {a['details']}"
         for a in audit
         if a["op"] == "supersede"
     }

@@ -427,8 +427,8 @@ class Memory:
                 "supersede",
                 d.target.id,
                 actor,
-                d.reason,
-                details={"superseded_by": new.id, "signals": list(d.signals), "cues": list(d.cues), **d.scores()},
+                f"update detected on add ({'+'.join(d.signals)})",  # no content: values and cues stay out
+                details={"superseded_by": new.id, "signals": list(d.signals), "n_cues": len(d.cues), **d.scores()},
             )
             for new, d in found
             if d.target is not None
