@@ -22,7 +22,8 @@ Decision (first that applies):
 1. **paraphrase**: cosine >= ``paraphrase_cos`` with no value change and no cue: the same fact said
    again; the caller may merge it into the existing record (both sources kept).
 2. **update**: the new record states something (not a question, not tool output; an agent's
-   thought revises only agent thoughts), the old one is not chatter, and one of
+   thought revises only agent thoughts), the old record did not itself propose the new state
+   ("switch to X" where X is what it said), and one of
    (a) a correction cue whose sentence overlaps the old record's subject, or a negation flip;
    (b) an aligned value change with high cosine and subject overlap.
    The new record supersedes the candidate; with several, the highest ``overlap + cosine`` (plus
