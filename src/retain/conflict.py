@@ -27,7 +27,7 @@ Decision (first that applies):
    (a) a correction cue whose sentence overlaps the old record's subject, or a negation flip;
    (b) an aligned value change with high cosine and subject overlap.
    The new record supersedes the candidate; with several, the highest ``overlap + cosine`` (plus
-   0.5 for an aligned value change or a negation flip) wins.
+   0.5 for an aligned value change or a negation flip, 0.25 when both have the same role) wins.
 3. **new**: otherwise.
 
 An optional :class:`ConflictJudge` (e.g. an LLM) may be plugged in to confirm or veto update and
