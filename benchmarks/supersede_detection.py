@@ -1,10 +1,14 @@
-"""Precision and recall of supersede detection on scenario files (gold.supersedes labels).
+"""Precision and recall of supersede-on-add on scenario files (``gold.supersedes`` labels).
 
-Each scenario's events are replayed in order; every event is compared (retain.conflict.decide)
-with its 10 nearest current earlier events by cosine plus the 10 with the highest subject overlap;
-a predicted update (new -> old) is correct when gold.supersedes of the new event lists the old one.
+Each scenario's events are replayed in order through ``Memory.add`` (one in-memory store per
+scenario, role and event time kept, ``MemoryConfig.supersede`` on); the ``supersedes`` links the
+store holds afterwards are compared with gold: a link new -> old is correct when gold.supersedes of
+the new event lists the old one. Two sets are reported: ``scenarios/dev`` in this repository (the
+tuning set) and ``../shared/scenarios`` (held out), plus every miss and false alarm with its reason.
+With ``--merge`` paraphrase merging is switched on too and every merge is listed.
 
-    python benchmarks/supersede_detection.py [--data ../shared/scenarios] [--encoder minilm]
+    python benchmarks/supersede_detection.py [--dev scenarios/dev] [--data ../shared/scenarios]
+        [--encoder minilm] [--merge]
 """
 
 from __future__ import annotations
@@ -12,61 +16,87 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
-import numpy as np
-
+from retain.basis import Encoder
 from retain.cli import make_encoder
-from retain.conflict import Relation, _overlap, decide, subject_terms
-from retain.record import MemoryRecord, new_id
+from retain.memory import Memory, MemoryConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "scenarios")
-    parser.add_argument("--encoder", default="minilm")
-    parser.add_argument("--show", action="store_true", help="print every miss and false alarm")
-    args = parser.parse_args()
-    enc = make_encoder(args.encoder)
+def replay(path: Path, encoder: Encoder, config: MemoryConfig) -> dict[str, Any]:
+    """Replay one scenario; returns gold and predicted (new, old) event-id links, reasons, merges."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    events = doc["events"]
+    by_record: dict[str, str] = {}
+    with Memory(encoder=encoder, config=config) as mem:
+        for e in events:
+            rid = mem.add(e["text"], namespace="s", role=e.get("role", "user"), event_time=e.get("t"))
+            by_record.setdefault(rid, e["id"])
+        records = mem.records(namespace="s", include_superseded=True)
+        audit = mem.store.audit_log("s")
+    predicted = {(by_record[r.id], by_record[r.supersedes]) for r in records if r.supersedes}
+    reasons = {
+        (by_record[a["details"]["superseded_by"]], by_record[a["record_id"]]): f"{a['reason']} {a['details']}"
+        for a in audit
+        if a["op"] == "supersede"
+    }
+    merges = [(a["record_id"], a["reason"]) for a in audit if a["op"] == "merge"]
+    gold = {(e["id"], s) for e in events for s in (e.get("gold") or {}).get("supersedes", [])}
+    text = {e["id"]: e["text"] for e in events}
+    return {
+        "gold": gold,
+        "predicted": predicted,
+        "reasons": reasons,
+        "merges": merges,
+        "text": text,
+        "by_record": by_record,
+    }
+
+
+def evaluate(label: str, folder: Path, encoder: Encoder, config: MemoryConfig) -> None:
+    paths = sorted(folder.glob("*.json"))
+    if not paths:
+        raise SystemExit(f"{label}: no scenario files under {folder}")
     tp = fp = fn = 0
-    for path in sorted(args.data.glob("*.json")):
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        events = doc["events"]
-        vecs = enc.encode([e["text"] for e in events])
-        records: list[MemoryRecord] = []
-        current: list[int] = []
-        predicted: set[tuple[str, str]] = set()
-        gold = {(e["id"], s) for e in events for s in (e.get("gold") or {}).get("supersedes", [])}
-        for i, e in enumerate(events):
-            rec = MemoryRecord(
-                id=new_id(), namespace="s", content=e["text"], role=e.get("role", "user"), embedding=vecs[i]
-            )
-            records.append(rec)
-            if current:
-                cos = vecs[current] @ vecs[i]
-                terms = subject_terms(e["text"])
-                ov = np.array([_overlap(terms, subject_terms(events[j]["text"])) for j in current])
-                pick = set(np.argsort(-cos)[:10].tolist()) | set(np.argsort(-ov)[:10].tolist())
-                cands = [(records[current[k]], float(cos[k])) for k in pick]
-                d = decide(rec, cands)
-                if d.relation is Relation.UPDATE and d.target is not None:
-                    j = next(j for j in current if records[j].id == d.target.id)
-                    predicted.add((e["id"], events[j]["id"]))
-                    current.remove(j)
-                    if args.show and (e["id"], events[j]["id"]) not in gold:
-                        print(f"FALSE {path.stem} {e['id']}->{events[j]['id']}: {d.reason}")
-                        print(f"   new: {e['text'][:100]}\n   old: {events[j]['text'][:100]}")
-            current.append(i)
-        if args.show:
-            for new, old in sorted(gold - predicted):
-                print(f"MISS  {path.stem} {new}->{old}")
-        tp += len(predicted & gold)
+    errors: list[str] = []
+    merges: list[str] = []
+    for path in paths:
+        out = replay(path, encoder, config)
+        gold, predicted, text = out["gold"], out["predicted"], out["text"]
+        tp += len(gold & predicted)
         fp += len(predicted - gold)
         fn += len(gold - predicted)
+        for new, old in sorted(predicted - gold):
+            errors.append(f"  FALSE {path.stem} {new}->{old}: {out['reasons'].get((new, old), '')}")
+            errors.append(f"        new: {text[new][:100]!r}\n        old: {text[old][:100]!r}")
+        for new, old in sorted(gold - predicted):
+            errors.append(f"  MISS  {path.stem} {new}->{old}")
+            errors.append(f"        new: {text[new][:100]!r}\n        old: {text[old][:100]!r}")
+        for rid, reason in out["merges"]:
+            merges.append(f"  MERGE {path.stem} into {out['by_record'].get(rid, rid)}: {reason}")
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
-    print(f"supersede detection: precision {precision:.3f} ({tp}/{tp + fp}), recall {recall:.3f} ({tp}/{tp + fn})")
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    print(
+        f"{label}: {len(paths)} scenarios, {tp + fn} gold links: precision {precision:.3f} ({tp}/{tp + fp}), "
+        f"recall {recall:.3f} ({tp}/{tp + fn}), F1 {f1:.3f}"
+    )
+    print("\n".join(errors + merges) if errors or merges else "  no errors")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dev", type=Path, default=ROOT / "scenarios" / "dev", help="tuning scenarios")
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "scenarios", help="held-out scenarios")
+    parser.add_argument("--encoder", default="minilm")
+    parser.add_argument("--merge", action="store_true", help="also merge paraphrases and list the merges")
+    args = parser.parse_args()
+    encoder = make_encoder(args.encoder)
+    config = MemoryConfig(supersede=True, merge_paraphrases=args.merge)
+    evaluate("dev (tuning)", args.dev, encoder, config)
+    evaluate("shared (held out)", args.data, encoder, config)
 
 
 if __name__ == "__main__":

@@ -209,4 +209,5 @@ def test_paraphrase_merge_keeps_one_record_with_both_sources():
     assert [e["source"] for e in rec.metadata["merged"]] == ["chat:7"]
     assert rec.metadata["merged"][0]["content"] == "alice prefers window seats on long flights!"
     assert [e["op"] for e in m.store.audit_log(NS)].count("merge") == 1
-    assert len(m.records(namespace=NS)) == 4
+    assert m.get(changed, namespace=NS).superseded_by == updated  # 5 -> 6 flights: an update (supersede on add)
+    assert len(m.records(namespace=NS)) == 3

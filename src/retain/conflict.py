@@ -1,27 +1,38 @@
-"""Conflicts between a new record and what is already stored: duplicate, paraphrase, update, or new.
+"""Conflicts between a new record and what is already stored: paraphrase, update, or new.
 
 No LLM is needed. A new record is compared with its nearest current records (dense and lexical
-neighbours within the namespace) on three signals:
+neighbours within the namespace) on four signals:
 
-* **subject overlap** — do they talk about the same slot? Share of content terms in common
+* **subject overlap**: do they talk about the same slot? Share of content terms in common
   (stopwords removed, Latin words truncated to 5 characters as a crude stemmer, CJK as character
   bigrams), plus shared identifiers (codes with digits such as "CR-22741", "payments.spec.ts");
-* **value change** — do their numbers, amounts or dates differ ("5 years" -> "6 years",
-  "12000元" -> "15000元")?
-* **correction cues** — "correction:", "actually", "not X", "switched to", "changed to", "moved",
-  "new ceiling", "scratch that", "my bad", "改成", "计划有变", "放宽到", ... (:data:`CORRECTION_CUES`).
+* **aligned value change**: a number of the old record is gone and a new number stands in the
+  same slot, i.e. the words around the two numbers overlap ("for 5 years" -> "for 6 years",
+  "budget is 35,000" -> "budget is 38,500", "一共5个人" -> "一共6个人"). Numbers that merely
+  appear in one record and not the other (a computation, a listing) are no change;
+* **correction cues** in the new record: "correction:", "actually", "my bad", "switched to",
+  "moved to", "it's now", "no longer", "new ceiling", "scratch that", "update:", "改成", "计划有变",
+  "放宽到", ... (:data:`CORRECTION_CUES`). A cue that the old record already carries ("retracted"
+  after a retraction notice) is an echo, not a correction of it;
+* **negation flip**: "X, not Y" / "not Y:" where Y is said in the old record ("it's orders.spec.ts,
+  not payments" against "the payments tests flake").
 
 Decision (first that applies):
 
-1. **paraphrase** — cosine >= ``paraphrase_cos`` with no value change and no cue: the same fact said
-   again; the caller merges it into the existing record (both sources kept).
-2. **update** — subject overlap >= ``min_overlap`` and (a correction cue or a value change), and the
-   candidate is not chatter: the new record supersedes the candidate. With several candidates the
-   one with the highest ``overlap + cosine`` wins.
-3. **new** — otherwise.
+1. **paraphrase**: cosine >= ``paraphrase_cos`` with no value change and no cue: the same fact said
+   again; the caller may merge it into the existing record (both sources kept).
+2. **update**: the new record states something (not a question, not tool output; an agent's
+   thought revises only agent thoughts), the old record did not itself propose the new state
+   ("switch to X" where X is what it said), and one of
+   (a) a correction cue whose sentence overlaps the old record's subject, or a negation flip;
+   (b) an aligned value change with high cosine and subject overlap.
+   The new record supersedes the candidate; with several, the highest ``overlap + cosine`` (plus
+   0.5 for an aligned value change or a negation flip, 0.25 when both have the same role) wins.
+3. **new**: otherwise.
 
 An optional :class:`ConflictJudge` (e.g. an LLM) may be plugged in to confirm or veto update and
-paraphrase decisions; none is configured by default.
+paraphrase decisions; none is configured by default. Every decision carries its reason and scores.
+Measured by ``benchmarks/supersede_detection.py`` (replaying scenario files through ``Memory.add``).
 """
 
 from __future__ import annotations
@@ -32,18 +43,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from retain.lexical import STOPWORDS, index_terms
-from retain.record import MemoryRecord, MemoryType
+import numpy as np
+
+from retain.lexical import STOPWORDS, index_terms, query_terms
+from retain.record import MemoryRecord
+from retain.store.base import RecordFilter, Store
 
 __all__ = [
     "CORRECTION_CUES",
+    "DEFAULT_POLICY",
     "ConflictDecision",
     "ConflictJudge",
     "ConflictPolicy",
     "Relation",
     "correction_cues",
     "decide",
+    "find_updates",
+    "negated_terms",
     "subject_terms",
+    "value_slots",
     "values",
 ]
 
@@ -61,23 +79,26 @@ CORRECTION_CUES: tuple[str, ...] = (
     r"\bactually\b",
     r"\bmy bad\b",
     r"\bi swapped\b",
+    r"\boh wait\b",
+    r"\bi forgot\b",
     r"\bscratch (?:that|the)\b",
-    r"\bnot [\w.\-/]+\s*$",
-    r"\b(?:is|are|it's|its) [\w.\-/ ]{1,30}, not\b",
-    r",? not [\w.\-/]+[.!]",
     r"\binstead\b",
-    r"\bswitch(?:ed|ing)? (?:to|my|the)\b",
+    r"\bswitch(?:ed|ing)? (?:to|my|the|our)\b",
     r"\bchange of plan\b",
-    r"\bmoved (?:the|it|to|our)\b",
-    r"\bnow (?:it'?s|is|are|goes)\b",
+    r"\bchanged (?:to|the|my|our|his|her|its)\b",
+    r"\bmoved (?:the|it|to|our|his|her|my)\b",
+    r"\bnow (?:it'?s|is|are|goes|allows?)\b",
+    r"\b(?:it'?s|is|are) now\b(?= [\w.:/-]*\d| https?:| at\b| in\b| on\b| (?-i:[A-Z]))",
+    r"\b(?:approved|allowed|authori[sz]ed) (?:up )?to\b",
     r"\bi can do [\w ]+ now\b",
-    r"\b(?:raised|lowered|increased|decreased|narrow(?:ed)?|widen(?:ed)?|extended|reduced)\b[^.]{0,40}\bto\b",
-    r"\bgoes (?:up |down )?to\b",
-    r"\bnew (?:ceiling|limit|budget|cap|deadline|date|address|number|endpoint|plan|window)\b",
+    r"\b(?:raised|lowered|increased|decreased|bumped|narrow(?:ed)?|widen(?:ed)?|extended|reduced)\b[^.]{0,40}\bto\b",
+    r"\b(?:goes|went) (?:up |down )?to\b",
+    r"\bnew (?:ceiling|limit|budget|cap|deadline|date|address|number|endpoint|plan|window|target)\b",
     r"\bno longer\b",
-    r"\bcleared (?:me|us) for\b",
+    r"\bcleared (?:me|us|him|her) for\b",
     r"\bretracted\b",
     r"\bsupersed",
+    r"\bupdate\s*(?:on [\w ]{1,20})?[:!-]",
     "改成",
     "改为",
     "改到",
@@ -86,11 +107,32 @@ CORRECTION_CUES: tuple[str, ...] = (
     "放宽到",
     "调整为",
     "变成",
+    "现在一共",
+    "可以.{1,6}了",
+    r"\d\s*[个人元块位天晚次岁号]{1,2}了",
 )
 _CUES = re.compile("|".join(CORRECTION_CUES), re.IGNORECASE)
-_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*")
+# Cues naming an event the old record may itself report (then they echo it rather than correct it).
+_ECHO = re.compile(r"^(retract|switch|moved|changed|cleared)", re.IGNORECASE)
+_NEGATION = re.compile(
+    r"(?:^|[,;(]\s*|\bit'?s\s+)not ([\w.\-/]+)(?:\s+[a-z]{1,3})?(?=\s*[.,:;!)]|\s*$)", re.IGNORECASE | re.MULTILINE
+)
+_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*(?:月\d+[日号])?")
+_DATE = re.compile(r"^\d+月\d+[日号]$")
+# A number right after one of these names a thing (parcel number 137, order #12), it is no value.
+_ID_BEFORE = re.compile(
+    r"(?:\b(?:number|no|nr|id|ticket|order|parcel|case|issue|invoice|room|flight|seat|step|item|part|page|row|"
+    r"line|chapter|version|v)\.?|#|第)\s*$",
+    re.IGNORECASE,
+)
+_CJK_STOP = frozenset("的了是在我你他她它们和也都就要吧呢啊吗这那有还")
+_DESTINATION = re.compile(r"\b(?:to|for)\s+([^\d.,;:!?\n]{2,40})(?=[.,;:!?\n]|$)")
 _IDENT = re.compile(r"\b(?=[\w.\-/]*\d)(?=[\w.\-/]*[A-Za-z])[\w][\w.\-/]{2,}\b|\b[\w\-]+\.[a-z]{1,4}\b")
 _LATIN = re.compile(r"[a-z]")
+_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+_ARITHMETIC = re.compile(r"\d\s*[×x*=]\s*\d|\d\s*\+\s*\d")
 
 
 def correction_cues(text: str) -> list[str]:
@@ -98,9 +140,33 @@ def correction_cues(text: str) -> list[str]:
     return [m.group(0).strip().lower() for m in _CUES.finditer(text)]
 
 
+def negated_terms(text: str) -> set[str]:
+    """Stemmed words a negation in ``text`` rejects: "orders.spec.ts, not payments." -> {"payme"};
+    "Not TZ: ..." -> {"tz"}. Only a negated word at a clause end or before a colon counts."""
+    return {_stem(m.group(1).lower()) for m in _NEGATION.finditer(text)}
+
+
 def values(text: str) -> set[str]:
-    """Numbers in ``text`` with separators removed ("4,200" -> "4200"); the value-change signal."""
-    return {re.sub(r"[.,](?=\d{3}\b)", "", m.group(0)) for m in _NUMBER.finditer(text)}
+    """Numbers in ``text`` with thousands separators removed ("4,200" -> "4200")."""
+    return {_norm(m.group(0)) for m in _NUMBER.finditer(text)}
+
+
+def value_slots(text: str, window: int = 3) -> dict[str, set[str]]:
+    """Each number of ``text`` (normalised as in :func:`values`) with its slot: the stemmed words
+    within ``window`` words on either side (CJK: the characters within ``window`` characters), plus
+    "#date" for a CJK month-day date and "#id" for a number naming a thing ("parcel number 137")."""
+    slots: dict[str, set[str]] = {}
+    for m in _NUMBER.finditer(text):
+        left = text[max(0, m.start() - 60) : m.start()]
+        right = text[m.end() : m.end() + 60]
+        ctx = set(_context_words(left)[-window:]) | set(_context_words(right)[:window])
+        ctx |= set(_CJK_CHAR.findall(left[-window:])) | set(_CJK_CHAR.findall(right[:window]))
+        if _DATE.match(m.group(0)):
+            ctx.add("#date")
+        if _ID_BEFORE.search(left):
+            ctx.add("#id")
+        slots.setdefault(_norm(m.group(0)), set()).update(ctx)
+    return slots
 
 
 def subject_terms(text: str) -> set[str]:
@@ -108,36 +174,52 @@ def subject_terms(text: str) -> set[str]:
     (truncation stemming: "registration" and "registering" meet as "regis"); identifiers kept whole."""
     out = set()
     for term in index_terms(text):
-        if term in STOPWORDS or term.isdigit() or len(term) < 2:
+        if term in STOPWORDS or term.isdigit() or term in _CJK_STOP or (len(term) < 2 and not _CJK_CHAR.match(term)):
             continue
-        out.add(term[:5] if _LATIN.match(term) else term)
+        out.add(_stem(term))
     out.update(m.group(0).lower() for m in _IDENT.finditer(text))
     return out
 
 
+def _norm(number: str) -> str:
+    return re.sub(r"[.,](?=\d{3}\b)", "", number)
+
+
+def _stem(term: str) -> str:
+    return term[:5] if _LATIN.match(term) else term
+
+
+def _context_words(text: str) -> list[str]:
+    return [_stem(w.lower()) for w in _WORD.findall(text) if w.lower() not in STOPWORDS and not _CJK_CHAR.match(w)]
+
+
 @dataclass(frozen=True, slots=True)
 class ConflictPolicy:
-    """Thresholds of :func:`decide`.
+    """Thresholds of :func:`decide` (tuned on ``scenarios/dev``).
 
     Attributes:
         paraphrase_cos: cosine (dense) at or above which an unchanged statement is a paraphrase.
-        min_overlap: subject overlap (share of the smaller term set) needed for an update.
+        min_overlap: subject overlap (share of the smaller term set) needed for a cue-marked update
+            (overlap of the cue's sentence with the old record, or of the whole texts).
         min_cos_update: cosine needed for a cue-marked update when the overlap is below
             ``strong_overlap``.
         strong_overlap: overlap that suffices for a cue-marked update whatever the cosine.
-        value_cos, value_overlap: a value change without any cue is an update only above both
-            (the same sentence with another number: "for 5 years" -> "for 6 years").
+        value_cos, value_overlap: an aligned value change without any cue is an update only above
+            both (the same sentence with another number: "for 5 years" -> "for 6 years").
         passive_roles: roles whose records report rather than state (tool output, the agent's
             actions); they never supersede anything.
+        reflective_roles: roles of the agent's own reasoning; they supersede only records of a
+            reflective role (a thought revises a thought, never what the user or a tool said).
     """
 
     paraphrase_cos: float = 0.93
     min_overlap: float = 0.2
-    min_cos_update: float = 0.35
+    min_cos_update: float = 0.42
     strong_overlap: float = 0.34
     value_cos: float = 0.6
     value_overlap: float = 0.4
     passive_roles: frozenset[str] = frozenset({"tool", "agent_action", "assistant_action", "function"})
+    reflective_roles: frozenset[str] = frozenset({"agent_thought", "assistant_thought"})
 
 
 DEFAULT_POLICY = ConflictPolicy()
@@ -145,8 +227,18 @@ DEFAULT_POLICY = ConflictPolicy()
 
 @dataclass(frozen=True, slots=True)
 class ConflictDecision:
-    """Outcome for one new record: the relation, the existing record concerned (None for ``new``),
-    the evidence (overlap, cosine, cues, values before/after) and a one-line reason."""
+    """Outcome for one new record.
+
+    Attributes:
+        relation: paraphrase, update or new.
+        target: the existing record concerned (None for ``new``).
+        overlap: subject overlap with the target, 0..1 (share of the smaller term set).
+        cosine: cosine of the two embeddings, -1..1 (higher = more similar).
+        cues: correction cues found in the new record (lower-cased).
+        reason: one line naming the rule that fired and its evidence.
+        signals: the update rules that fired: "cue", "negation", "value".
+        rank: the winning candidate's score among the candidates (higher = stronger).
+    """
 
     relation: Relation
     target: MemoryRecord | None
@@ -154,6 +246,12 @@ class ConflictDecision:
     cosine: float
     cues: tuple[str, ...]
     reason: str
+    signals: tuple[str, ...] = ()
+    rank: float = 0.0
+
+    def scores(self) -> dict[str, float]:
+        """The numeric evidence, rounded to 4 places: overlap, cosine, rank (for audit entries)."""
+        return {"overlap": round(self.overlap, 4), "cosine": round(self.cosine, 4), "rank": round(self.rank, 4)}
 
 
 class ConflictJudge(Protocol):
@@ -170,6 +268,32 @@ def _overlap(a: set[str], b: set[str]) -> float:
     return len(a & b) / min(len(a), len(b))
 
 
+def _aligned_change(new: dict[str, set[str]], old: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(old value, new value) pairs where an old number is gone and a new one shares its slot;
+    none when the two name different things (parcel number 136 vs parcel number 137)."""
+    new_ids = {v for v, ctx in new.items() if "#id" in ctx}
+    old_ids = {v for v, ctx in old.items() if "#id" in ctx}
+    if new_ids and old_ids and not new_ids & old_ids:
+        return []
+    gone = [v for v in old if v not in new]
+    came = [v for v in new if v not in old]
+    return [(o, n) for o in gone for n in came if old[o] & new[n] and "#id" not in old[o] | new[n]]
+
+
+def _adopted(text: str, old_terms: set[str]) -> bool:
+    """True when what a cue sentence switches *to* ("switch to the oiled oak block") is already
+    said by the old record: the old record proposed the new state rather than contradicting it."""
+    for m in _DESTINATION.finditer(_cue_sentences(text)):
+        dest = subject_terms(m.group(1))
+        if dest and dest <= old_terms:
+            return True
+    return False
+
+
+def _cue_sentences(text: str) -> str:
+    return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if _CUES.search(s.group(0)))
+
+
 def decide(
     new: MemoryRecord,
     candidates: Sequence[tuple[MemoryRecord, float]],
@@ -178,44 +302,129 @@ def decide(
     judge: ConflictJudge | None = None,
 ) -> ConflictDecision:
     """Classify ``new`` against ``candidates`` (current records of its namespace with their cosine
-    to ``new``, any order). See the module docstring for the rules. Pure; no I/O."""
-    cues = tuple(correction_cues(new.content))
-    can_update = new.role not in policy.passive_roles and not new.content.rstrip().endswith(("?", "？"))
-    new_terms = subject_terms(new.content)
-    new_values = values(new.content)
-    best: tuple[float, ConflictDecision] | None = None
+    to ``new``, any order). See the module docstring for the rules. Pure; no I/O apart from what
+    ``judge`` does. Candidates of another namespace, superseded ones and ``new`` itself are ignored."""
+    text = new.content
+    cues = tuple(correction_cues(text))
+    can_update = new.role not in policy.passive_roles and not text.rstrip().endswith(("?", "？"))
+    reflective = new.role in policy.reflective_roles
+    new_terms = subject_terms(text)
+    cue_terms = subject_terms(_cue_sentences(text)) if cues else set()
+    negated = negated_terms(text)
+    new_slots = value_slots(text)
+    computed = bool(_ARITHMETIC.search(text))
+    cue_values = set(value_slots(_cue_sentences(text))) if cues else set()
+    if reflective and cue_values:  # a thought repeating a change someone else already stated
+        stated = (set(value_slots(o.content)) for o, _ in candidates if o.role not in policy.reflective_roles)
+        if any(cue_values <= vals for vals in stated):
+            cues = ()
+    best: ConflictDecision | None = None
     for old, cos in candidates:
         if old.id == new.id or old.namespace != new.namespace or not old.is_current:
             continue
-        old_values = values(old.content)
-        changed = bool(new_values and old_values and new_values != old_values)
-        overlap = _overlap(new_terms, subject_terms(old.content))
+        old_terms = subject_terms(old.content)
+        old_slots = value_slots(old.content)
+        overlap = _overlap(new_terms, old_terms)
+        changed = bool(new_slots and old_slots and set(new_slots) != set(old_slots))
         if cos >= policy.paraphrase_cos and not changed and not cues:
-            decision = ConflictDecision(Relation.PARAPHRASE, old, overlap, cos, cues, f"paraphrase (cos {cos:.2f})")
-            rank = 10.0 + cos
-        elif (
-            can_update
-            and old.type is not MemoryType.CHATTER
-            and (
-                (
-                    cues
-                    and overlap >= policy.min_overlap
-                    and (overlap >= policy.strong_overlap or cos >= policy.min_cos_update)
-                )
-                or (changed and cos >= policy.value_cos and overlap >= policy.value_overlap)
-            )
-        ):
-            why = f"cues {list(cues)}" if cues else f"values {sorted(old_values)} -> {sorted(new_values)}"
             decision = ConflictDecision(
-                Relation.UPDATE, old, overlap, cos, cues, f"update: {why}; overlap {overlap:.2f}, cos {cos:.2f}"
+                Relation.PARAPHRASE, old, overlap, cos, cues, f"paraphrase (cos {cos:.2f})", (), 10.0 + cos
             )
-            rank = overlap + cos
+        elif not can_update or (reflective and old.role not in policy.reflective_roles) or _adopted(text, old_terms):
+            continue
         else:
+            old_terms_all = old_terms | {w[:2] for w in old_terms if _LATIN.match(w)} | set(old_slots)
+            live = [c for c in cues if not (_ECHO.match(c) and _stem(c.split()[0]) in old_terms)]
+            flip = sorted(w for w in negated if w in old_terms_all)
+            aligned = [] if computed else _aligned_change(new_slots, old_slots)
+            restated = bool(cue_values) and cue_values <= set(old_slots)
+            cue_overlap = max(overlap, _overlap(cue_terms, old_terms)) if live else 0.0
+            signals: list[str] = []
+            if (
+                live
+                and not restated
+                and cue_overlap >= policy.min_overlap
+                and (cue_overlap >= policy.strong_overlap or cos >= policy.min_cos_update)
+            ):
+                signals.append("cue")
+            if flip and overlap >= policy.min_overlap:
+                signals.append("negation")
+            if aligned and (
+                (cos >= policy.value_cos and overlap >= policy.value_overlap) or (live and cos >= policy.min_cos_update)
+            ):
+                signals.append("value")
+            if not signals:
+                continue
+            evidence = []
+            if live:
+                evidence.append(f"cues {live}")
+            if flip:
+                evidence.append(f"negates {flip}")
+            if aligned:
+                evidence.append("values " + ", ".join(f"{o} -> {n}" for o, n in aligned[:3]))
+            rank = overlap + cos + (0.5 if aligned else 0.0) + (0.5 if flip else 0.0) + 0.25 * (old.role == new.role)
+            decision = ConflictDecision(
+                Relation.UPDATE,
+                old,
+                overlap,
+                cos,
+                cues,
+                f"update ({'+'.join(signals)}): {'; '.join(evidence)}; overlap {overlap:.2f}, cos {cos:.2f}",
+                tuple(signals),
+                rank,
+            )
+        if best is not None and decision.rank <= best.rank:
             continue
         if judge is not None and not judge.confirm(new, old, decision.relation):
             continue
-        if best is None or rank > best[0]:
-            best = (rank, decision)
+        best = decision
     if best is None:
         return ConflictDecision(Relation.NEW, None, 0.0, 0.0, cues, "no conflicting record")
-    return best[1]
+    return best
+
+
+def find_updates(
+    store: Store,
+    namespace: str,
+    records: Sequence[MemoryRecord],
+    *,
+    policy: ConflictPolicy = DEFAULT_POLICY,
+    judge: ConflictJudge | None = None,
+    window: int = 10,
+) -> list[tuple[MemoryRecord, ConflictDecision]]:
+    """The updates among ``records`` (new, embedded, not yet stored; in arrival order).
+
+    Each record is compared (:func:`decide`) with the current records of ``namespace`` (any tier)
+    that are among its ``window`` dense neighbours or its ``window`` best BM25 matches, and with the
+    records before it in ``records``. A record is superseded at most once per call.
+
+    Returns:
+        (new record, decision) pairs with ``decision.relation == Relation.UPDATE``; the superseded
+        record is ``decision.target``. Split parts (``metadata["split_group"]``) never take part.
+    """
+    out: list[tuple[MemoryRecord, ConflictDecision]] = []
+    earlier: list[MemoryRecord] = []
+    retired: set[str] = set()
+    everywhere = RecordFilter(tiers=None)
+    for rec in records:
+        if rec.embedding is None or "split_group" in rec.metadata:
+            continue
+        ids = [h.id for h in store.search_vector(namespace, rec.embedding, everywhere, limit=window)]
+        if store.supports_lexical:
+            terms = query_terms(rec.content)
+            ids += [h.id for h in store.search_lexical(namespace, terms, everywhere, limit=window)]
+        pool = store.get(namespace, list(dict.fromkeys(ids))) + earlier
+        candidates = [(r, _cosine(rec, r)) for r in pool if r.id not in retired and r.embedding is not None]
+        decision = decide(rec, candidates, policy=policy, judge=judge)
+        if decision.relation is Relation.UPDATE and decision.target is not None:
+            retired.add(decision.target.id)
+            out.append((rec, decision))
+        earlier.append(rec)
+    return out
+
+
+def _cosine(a: MemoryRecord, b: MemoryRecord) -> float:
+    assert a.embedding is not None and b.embedding is not None
+    x, y = a.embedding.astype(np.float64), b.embedding.astype(np.float64)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y) / norm if norm else 0.0

@@ -1,0 +1,131 @@
+"""Supersede detection (retain.conflict) and its wiring into Memory.add."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from retain.basis import HashingEncoder
+from retain.conflict import Relation, decide, negated_terms, value_slots
+from retain.memory import Memory, MemoryConfig, NewMemory
+from retain.record import MemoryRecord, MemoryType, Tier, new_id
+
+NS = "conflict"
+
+
+def mem(**config: object) -> Memory:
+    return Memory(encoder=HashingEncoder(64), config=MemoryConfig(**config))  # type: ignore[arg-type]
+
+
+def rec(text: str, role: str = "user", namespace: str = NS) -> MemoryRecord:
+    return MemoryRecord(id=new_id(), namespace=namespace, content=text, role=role, embedding=np.ones(4, np.float32))
+
+
+def test_correction_supersedes_and_search_presents_only_the_current_name() -> None:
+    m = mem()
+    sam = m.add("My preferred name is Sam.", namespace=NS)
+    alex = m.add("Correction: my preferred name is Alex.", namespace=NS)
+    assert alex != sam
+    hits = m.search("what is my preferred name", namespace=NS, k=5)
+    assert [h.record.id for h in hits] == [alex]
+    assert [r.id for r in m.history(alex, namespace=NS)] == [sam, alex]
+    old = m.get(sam, namespace=NS)
+    assert old.superseded_by == alex and not old.is_current
+    assert m.get(alex, namespace=NS).supersedes == sam
+    with_history = m.search("what is my preferred name", namespace=NS, k=5, include_superseded=True)
+    assert {h.record.id for h in with_history} == {sam, alex}
+
+
+def test_number_change_is_an_update_not_a_duplicate() -> None:
+    m = mem()
+    five = m.add("I have worked at Acme for 5 years.", namespace=NS)
+    six = m.add("I have worked at Acme for 6 years.", namespace=NS)
+    again = m.add("I have worked at Acme for 6 years.", namespace=NS)  # exact duplicate: stored once
+    assert again == six != five
+    assert m.get(five, namespace=NS).superseded_by == six
+    assert [r.content for r in m.records(namespace=NS)] == ["I have worked at Acme for 6 years."]
+
+
+def test_near_misses_do_not_supersede() -> None:
+    m = mem()
+    texts = [
+        "The desk must be on the ground floor, wheelchair accessible.",
+        "The desk must also be near a window.",  # a second constraint on the same subject
+        "I have 2 cats.",
+        "I also have a dog called Rex.",  # adds, replaces nothing
+        "Courier delivered parcel number 136 to dock 3.",
+        "Courier delivered parcel number 137 to dock 4.",  # another parcel, not a changed value
+        "Flights cost 1,380; 2,820 left of the 4,200 budget.",
+    ]
+    ids = [m.add(t, namespace=NS) for t in texts]
+    assert len(set(ids)) == len(texts)
+    assert all(r.is_current for r in m.records(namespace=NS, include_superseded=True))
+    assert [e["op"] for e in m.store.audit_log(NS)].count("supersede") == 0
+
+
+def test_other_namespaces_are_never_superseded() -> None:
+    m = mem()
+    sam = m.add("My preferred name is Sam.", namespace="a")
+    alex = m.add("Correction: my preferred name is Alex.", namespace="b")
+    assert m.get(sam, namespace="a").is_current
+    assert m.get(alex, namespace="b").supersedes is None
+
+
+def test_a_judge_can_veto() -> None:
+    class Veto:
+        def __init__(self) -> None:
+            self.asked: list[tuple[str, str, Relation]] = []
+
+        def confirm(self, new: MemoryRecord, old: MemoryRecord, relation: Relation) -> bool:
+            self.asked.append((new.content, old.content, relation))
+            return False
+
+    judge = Veto()
+    m = mem(conflict_judge=judge)
+    sam = m.add("My preferred name is Sam.", namespace=NS)
+    m.add("Correction: my preferred name is Alex.", namespace=NS)
+    assert judge.asked == [("Correction: my preferred name is Alex.", "My preferred name is Sam.", Relation.UPDATE)]
+    assert m.get(sam, namespace=NS).is_current
+
+
+def test_superseded_hard_constraint_leaves_core_and_is_audited() -> None:
+    m = mem()
+    old = m.add("The total budget must stay under 5000 EUR.", namespace=NS, type="hard_constraint")
+    assert m.get(old, namespace=NS).tier is Tier.CORE
+    new = m.add("Update: the total budget is now 6000 EUR, still a hard limit.", namespace=NS, type="hard_constraint")
+    before, after = m.get(old, namespace=NS), m.get(new, namespace=NS)
+    assert before.superseded_by == new and before.tier is Tier.DYNAMIC and before.type is MemoryType.HARD_CONSTRAINT
+    assert after.supersedes == old and after.tier is Tier.CORE
+    (entry,) = [e for e in m.store.audit_log(NS) if e["op"] == "supersede"]
+    assert entry["record_id"] == old and entry["actor"] == "user"
+    assert entry["details"]["superseded_by"] == new
+    assert entry["details"]["signals"] and 0 < entry["details"]["overlap"] <= 1
+    assert -1 <= entry["details"]["cosine"] <= 1 and "update" in entry["reason"]
+    assert "6000" not in str(entry)  # the audit log never holds content
+
+
+def test_add_many_links_within_one_batch_and_switch_off() -> None:
+    m = mem()
+    first, second = m.add_many(
+        [NewMemory("My preferred name is Sam."), NewMemory("Correction: my preferred name is Alex.")], namespace=NS
+    )
+    assert m.get(first, namespace=NS).superseded_by == second
+    off = mem(supersede=False)
+    off.add("My preferred name is Sam.", namespace=NS)
+    off.add("Correction: my preferred name is Alex.", namespace=NS)
+    assert len(off.records(namespace=NS)) == 2
+
+
+def test_decide_rules() -> None:
+    old = rec("It's the payments tests that flake, payments.spec.ts.")
+    flip = decide(rec("Looking again, it's mostly orders.spec.ts, not payments."), [(old, 0.5)])
+    assert flip.relation is Relation.UPDATE and "negation" in flip.signals and flip.target is old
+    thought = decide(rec("Correction: the payments tests are fine.", role="agent_thought"), [(old, 0.9)])
+    assert thought.relation is Relation.NEW  # a thought revises thoughts, not what the user said
+    tool = decide(rec("Correction: the payments tests are fine.", role="tool"), [(old, 0.9)])
+    assert tool.relation is Relation.NEW
+    proposal = rec("Option B: the oiled oak block worktop, 1,200.")
+    chosen = rec("Let's do the matte grey quartz worktop.")
+    switch = decide(rec("Actually, let's switch to the oiled oak block worktop."), [(proposal, 0.6), (chosen, 0.6)])
+    assert switch.target is chosen  # the proposal of the new state is adopted, not contradicted
+    assert negated_terms("Not TZ: the test reads the clock twice.") == {"tz"}
+    assert "#id" in value_slots("parcel number 137")["137"]
