@@ -33,7 +33,7 @@ app.add_typer(eval_app, name="eval")
 register_audit(app)
 register_observe(app)
 register_utility(app)
-register_scenarios(eval_app)
+register_scenarios(eval_app, app)
 
 ALL_POLICIES = "fifo,lru,random,utility,knapsack,lookahead,oracle"
 

@@ -1,4 +1,4 @@
-"""CLI command ``retain eval scenarios`` (:mod:`retain.eval.scenario_runner`).
+"""CLI commands ``retain eval scenarios`` (:mod:`retain.eval.scenario_runner`) and ``retain trace``.
 
 Added to the ``eval`` group by :func:`register` (``retain.cli`` calls it).
 """
@@ -25,9 +25,11 @@ FIGURES = ("recall@5", "recall@10", "mrr", "forbidden_rate", "integrity", "integ
 HEADERS = ("r@5", "r@10", "MRR", "forb.", "integ.", "int. min")
 
 
-def register(eval_app: typer.Typer) -> None:
-    """Add ``scenarios`` to the ``eval`` group."""
+def register(eval_app: typer.Typer, app: typer.Typer | None = None) -> None:
+    """Add ``scenarios`` to the ``eval`` group and ``trace`` to ``app``."""
     eval_app.command("scenarios")(eval_scenarios)
+    if app is not None:
+        app.command("trace")(trace)
 
 
 def _parse_budgets(budget: str | None) -> list[int]:
@@ -132,3 +134,50 @@ def eval_scenarios(
     if json_out is not None:
         write_json(result, json_out)
         console.print(f"json: {json_out}")
+
+
+def trace(
+    scenario: Annotated[Path, typer.Argument(help="One retain-scenario/1 JSON file.")],
+    k: Annotated[int, typer.Option("-k", help="Hits shown per probe.", min=1)] = 10,
+    retriever: Annotated[str, typer.Option(help="Retriever to trace: state (default) or content.")] = "state",
+    encoder: Annotated[str, typer.Option(help="'minilm' (default) or 'hashing-<dim>'.")] = "minilm",
+) -> None:
+    """Replay one scenario and print, for each probe, the state, the top-k with score breakdowns
+    (content, state, prior, importance, alpha) and which needed events were missed."""
+    from retain import Memory
+    from retain.cli import make_encoder
+    from retain.eval.scenario_runner import get_retriever
+    from retain.eval.scenarios import load_scenario
+
+    try:
+        sc = load_scenario(scenario)
+        rank = get_retriever(retriever)
+        mem = Memory(encoder=make_encoder(encoder))
+    except RetainError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(code=2) from exc
+    prefix = f"scenario:{sc.id}:"
+    order = {e.id: e.index for e in sc.events}
+    done = -1
+    with mem:
+        for probe in sorted(sc.probes, key=lambda p: order[p.after]):
+            for event in sc.events[done + 1 : order[probe.after] + 1]:
+                mem.add(event.text, namespace=sc.id, role=event.role, event_time=event.t, seq=event.index,
+                        source=prefix + event.id, actor="eval", state=event.state or None)
+            done = max(done, order[probe.after])
+            hits = rank(mem, sc.id, probe.query, probe.state, k)
+            ranked = [(h.record.source or "").removeprefix(prefix) for h in hits]
+            missed = [n for n in probe.needed if n not in ranked]
+            console.print(f"\n[bold]{probe.id}[/bold] after {probe.after}: {probe.query!r}")
+            console.print(f"  state: {probe.state}", soft_wrap=True)
+            table = Table(show_edge=False)
+            for col in ("rank", "event", "mark", "type", "score", "content", "state", "prior", "alpha", "text"):
+                table.add_column(col, no_wrap=col != "text")
+            for h, eid in zip(hits, ranked, strict=True):
+                mark = "needed" if eid in probe.needed else "FORBIDDEN" if eid in probe.forbidden else ""
+                s = h.scores
+                table.add_row(str(h.rank), eid, mark, h.record.type.value, f"{h.score:.3f}",
+                              *(f"{s[c]:.3f}" if c in s else "–" for c in ("content", "state", "prior", "alpha")),
+                              h.record.content[:70].replace("\n", " "))
+            console.print(table)
+            console.print(f"  missed needed: {', '.join(missed) or 'none'}")

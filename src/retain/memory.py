@@ -1031,6 +1031,12 @@ class Memory:
         )
         st = AgentState.from_dict(state)
         use_state = not st.empty and self.state_scorer is not None
+        if use_state and self.state_scorer is not None and self.state_scorer.dim != self.encoder.dim:
+            raise InvalidInput(
+                f"state: the state scorer works on {self.state_scorer.dim}-dim embeddings, this Memory's "
+                f"encoder ({self.encoder.name}) gives {self.encoder.dim}; pass Memory(state_scorer=...) fitted "
+                "for this encoder (retain.sam.train_state_scorer), or state_scorer=False for content search"
+            )
         encoded = self.state_encoder.encode(st) if use_state else None
         extra = self._state_pool(namespace, encoded, flt) if encoded is not None else []
         pool = self._candidates(query, namespace, flt, cfg, extra=extra)
