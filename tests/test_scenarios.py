@@ -297,7 +297,11 @@ def test_integrity_under_a_budget_counts_held_gold_constraints(tmp_path):
 
 
 def test_infeasible_budget_is_reported_not_raised(tmp_path):
-    sc = load_scenario(write(tmp_path, _constraint_scenario()))
+    data = _constraint_scenario()
+    # a second, unrelated hard constraint (no correction: e1 stays mandatory) overflows a budget of 1
+    data["events"][-1] |= {"text": "Our flights must never leave before 7 am, a hard rule.", "gold": {"type": "hard_constraint"}}
+    data["probes"][-1]["forbidden"] = []
+    sc = load_scenario(write(tmp_path, data))
     other = load_scenario(write(tmp_path, scenario(numbered(4), [probe("p1", "e4", needed=["e1"])], "calm"), "b.json"))
     report = run_scenarios([sc, other], HashingEncoder(64), budgets=[1], policy="fifo", progress=False)
     run = report["runs"][1]
@@ -352,12 +356,12 @@ def test_cli_eval_scenarios_writes_figures_and_probe_details(tmp_path, monkeypat
     out = tmp_path / "out.json"
     result = CliRunner().invoke(
         app,
-        ["eval", "scenarios", "--budget", "3,1", "--policy", "fifo", "--encoder", "hashing-64", "--json", str(out)],
+        ["eval", "scenarios", "--budget", "3,0", "--policy", "fifo", "--encoder", "hashing-64", "--json", str(out)],
     )
     assert result.exit_code == 0, result.output
-    assert "infeasible at event e11" in result.output
+    assert "infeasible at event e1 " in result.output
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert [r["budget"] for r in report["runs"]] == [None, 3, 1]
+    assert [r["budget"] for r in report["runs"]] == [None, 3, 0]
     row = report["runs"][0]["scenarios"][0]["probes"][2]
     assert row["probe"] == "p3" and row["needed"] == ["e11"] and row["forbidden"] == ["e1"]
     assert 0 < len(row["top10"]) <= 10

@@ -119,10 +119,12 @@ _NEGATION = re.compile(
 )
 _NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*(?:月\d+[日号])?")
 _DATE = re.compile(r"^\d+月\d+[日号]$")
-# A number right after one of these names a thing (parcel number 137, order #12), it is no value.
+# A number right after one of these names a thing (parcel number 137, order #12), or right after the
+# one word that opens the text ("Note 4: ..."), it is no value.
 _ID_BEFORE = re.compile(
     r"(?:\b(?:number|no|nr|id|ticket|order|parcel|case|issue|invoice|room|flight|seat|step|item|part|page|row|"
-    r"line|chapter|version|v)\.?|#|第)\s*$",
+    r"line|chapter|version|v|note|entry|task|option|lesson|section|figure|table|question|point|episode|"
+    r"platform|gate|test)\.?|#|第)\s*$|^\s*[^\W\d_]+\s*$",
     re.IGNORECASE,
 )
 _CJK_STOP = frozenset("的了是在我你他她它们和也都就要吧呢啊吗这那有还")
@@ -132,6 +134,7 @@ _LATIN = re.compile(r"[a-z]")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+_LABEL_END = re.compile(r"\s*(?:$|[:;,)\]]|[.!?](?:\s|$)|\s+[^\W\d_]+=)")
 _ARITHMETIC = re.compile(r"\d\s*[×x*=]\s*\d|\d\s*\+\s*\d")
 
 
@@ -163,10 +166,19 @@ def value_slots(text: str, window: int = 3) -> dict[str, set[str]]:
         ctx |= set(_CJK_CHAR.findall(left[-window:])) | set(_CJK_CHAR.findall(right[:window]))
         if _DATE.match(m.group(0)):
             ctx.add("#date")
-        if _ID_BEFORE.search(left):
+        if _ID_BEFORE.search(left) or _is_label(left, right):
             ctx.add("#id")
         slots.setdefault(_norm(m.group(0)), set()).update(ctx)
     return slots
+
+
+def _is_label(left: str, right: str) -> bool:
+    """A number right after a content word and closing its clause ("distractor turn 5", "Tracking check
+    3: ...") labels a thing; a quantity is followed by its unit or object ("for 6 years")."""
+    before = _WORD.findall(left[-40:])
+    if not before or left[-1:] not in (" ",) or before[-1].lower() in STOPWORDS:
+        return False
+    return bool(_LABEL_END.match(right))
 
 
 def subject_terms(text: str) -> set[str]:

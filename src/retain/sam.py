@@ -66,6 +66,11 @@ STATE_FEATURES: tuple[str, ...] = (
     "core",
     "importance",
     "log_access",
+    "newest_of_type",
+    "log_type_rank",
+    "role_user",
+    "role_tool",
+    "role_agent",
 )
 TYPES: tuple[MemoryType, ...] = tuple(MemoryType)
 DEFAULT_HALF_LIFE_S = 3 * 24 * 3600.0
@@ -73,6 +78,7 @@ DEFAULT_HALF_LIFE_S = 3 * 24 * 3600.0
 PHASE_KEY = "phase"
 """Metadata key under which :meth:`retain.Memory.add` records the phase the record was written in."""
 _REWEIGHTED = ("whole_rw", "goal_rw", "result_rw")
+_TOOL_ROLES = frozenset({"tool", "system", "function", "observation"})
 _ALPHA_INPUTS = ("bias", "log_query_terms", "terse", "top_content", "phase_known")
 @dataclass(frozen=True, slots=True)
 class Candidates:
@@ -84,6 +90,7 @@ class Candidates:
         positions: (n,) float64 stream position (``seq``, else arrival order); higher = later.
         times: (n,) float64 event time (POSIX seconds, UTC) or NaN when unknown.
         phases: phase each record was written in (None when unknown).
+        roles: each record's role (who produced it).
         core, importance, access: (n,) float64.
         newest_position, newest_time: of the whole namespace (not only the candidates).
     """
@@ -93,6 +100,7 @@ class Candidates:
     positions: FloatArray
     times: FloatArray
     phases: tuple[str | None, ...]
+    roles: tuple[str, ...]
     core: FloatArray
     importance: FloatArray
     access: FloatArray
@@ -124,6 +132,7 @@ def candidates_from_records(
         positions=positions,
         times=times,
         phases=tuple(_phase_of(r) for r in records),
+        roles=tuple(r.role for r in records),
         core=np.array([1.0 if r.tier is Tier.CORE else 0.0 for r in records]),
         importance=np.array([r.importance for r in records], dtype=np.float64),
         access=np.array([math.log1p(r.access_count) for r in records], dtype=np.float64),
@@ -174,6 +183,17 @@ def state_features(
     out[:, col["core"]] = cands.core
     out[:, col["importance"]] = cands.importance
     out[:, col["log_access"]] = cands.access
+    # recency among the candidates of the same type: the newest plan step, observation, result ...
+    order = np.lexsort((-cands.positions, cands.types))
+    rank = np.zeros(n)
+    for j, i in enumerate(order):
+        rank[i] = 0 if j == 0 or cands.types[order[j - 1]] != cands.types[i] else rank[order[j - 1]] + 1
+    out[:, col["newest_of_type"]] = (rank == 0).astype(np.float64)
+    out[:, col["log_type_rank"]] = np.log1p(rank)
+    roles = [r.lower() for r in cands.roles]
+    out[:, col["role_user"]] = [r == "user" for r in roles]
+    out[:, col["role_tool"]] = [r in _TOOL_ROLES for r in roles]
+    out[:, col["role_agent"]] = [r.startswith(("agent", "assistant")) for r in roles]
     return out
 
 

@@ -99,64 +99,44 @@ def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample
     return out
 
 
-def rank_metrics(probes: Sequence[ProbeExample], scorer: StateScorer | None) -> dict[str, Any]:
-    """recall@5, recall@10 and MRR (of the first needed event) over all probes and over terse ones.
+def _rank_row(p: ProbeExample, scorer: StateScorer | None) -> dict[str, Any]:
+    e = p.example
+    if scorer is None:
+        scores = e.content
+    else:
+        scores, _, _ = scorer.score(e.state, e.phase, e.cands, e.content, query_terms=e.query_terms, terse=e.terse)
+    ranked = [p.event_ids[i] for i in np.argsort(-scores, kind="stable")]
+    first = next((r for r, eid in enumerate(ranked, start=1) if eid in p.needed), None)
+    return {
+        "terse": e.terse,
+        "recall@5": len(set(ranked[:5]) & p.needed) / len(p.needed),
+        "recall@10": len(set(ranked[:10]) & p.needed) / len(p.needed),
+        "mrr": 1.0 / first if first else 0.0,
+    }
 
-    ``scorer`` None ranks by the content score alone (the content-only baseline on the same pools).
-    """
-    rows = []
-    for p in probes:
-        e = p.example
-        if not p.needed:
-            continue
-        if scorer is None:
-            scores = e.content
-        else:
-            scores, _, _ = scorer.score(e.state, e.phase, e.cands, e.content, query_terms=e.query_terms,
-                                        terse=e.terse)
-        ranked = [p.event_ids[i] for i in np.argsort(-scores, kind="stable")]
-        first = next((r for r, eid in enumerate(ranked, start=1) if eid in p.needed), None)
-        rows.append(
-            {
-                "terse": e.terse,
-                "recall@5": len(set(ranked[:5]) & p.needed) / len(p.needed),
-                "recall@10": len(set(ranked[:10]) & p.needed) / len(p.needed),
-                "mrr": 1.0 / first if first else 0.0,
-            }
-        )
 
+def _pooled(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     def mean(group: list[dict[str, Any]]) -> dict[str, Any]:
         if not group:
             return {"probes": 0}
-        return {"probes": len(group)} | {m: round(float(np.mean([r[m] for r in group])), 4)
-                                         for m in ("recall@5", "recall@10", "mrr")}
+        figures = {m: round(float(np.mean([r[m] for r in group])), 4) for m in ("recall@5", "recall@10", "mrr")}
+        return {"probes": len(group)} | figures
 
-    return {"all": mean(rows), "terse": mean([r for r in rows if r["terse"]])}
+    return {"all": mean(list(rows)), "terse": mean([r for r in rows if r["terse"]])}
+
+
+def rank_metrics(probes: Sequence[ProbeExample], scorer: StateScorer | None) -> dict[str, Any]:
+    """recall@5, recall@10 and MRR (of the first needed event) over all probes and over terse ones
+    (probes without needed events are skipped). ``scorer`` None ranks by the content score alone (the
+    content-only baseline on the same pools)."""
+    return _pooled([_rank_row(p, scorer) for p in probes if p.needed])
 
 
 def cross_validate(probes: Sequence[ProbeExample], **train_kwargs: Any) -> dict[str, Any]:
-    """Leave-one-scenario-out: fit on the other scenarios' probes, score the held-out scenario's."""
-    groups = sorted({p.example.group for p in probes})
-    held_out: list[tuple[ProbeExample, StateScorer]] = []
-    for g in groups:
-        model = train_state_scorer([p.example for p in probes if p.example.group != g], **train_kwargs)
-        held_out += [(p, model) for p in probes if p.example.group == g]
+    """Leave-one-scenario-out: each scenario's probes are scored by a model fitted on the other
+    scenarios' probes only; figures pooled over all held-out probes as :func:`rank_metrics`."""
     rows = []
-    for p, model in held_out:
-        rows.append((p, model))
-    # score each held-out probe with its own fold's model
-    merged: dict[str, list[dict[str, Any]]] = {"all": [], "terse": []}
-    for p, model in rows:
-        m = rank_metrics([p], model)
-        if m["all"]["probes"]:
-            merged["all"].append(m["all"])
-            if p.example.terse:
-                merged["terse"].append(m["all"])
-
-    def pool(group: list[dict[str, Any]]) -> dict[str, Any]:
-        if not group:
-            return {"probes": 0}
-        return {"probes": len(group)} | {m: round(float(np.mean([r[m] for r in group])), 4)
-                                         for m in ("recall@5", "recall@10", "mrr")}
-
-    return {"all": pool(merged["all"]), "terse": pool(merged["terse"])}
+    for group in sorted({p.example.group for p in probes}):
+        model = train_state_scorer([p.example for p in probes if p.example.group != group], **train_kwargs)
+        rows += [_rank_row(p, model) for p in probes if p.example.group == group and p.needed]
+    return _pooled(rows)
