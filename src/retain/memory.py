@@ -58,6 +58,7 @@ from retain.store.base import (
 )
 from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
+from retain.temporal import time_refs_metadata
 
 if TYPE_CHECKING:
     from retain.utility import UtilityModel
@@ -82,6 +83,10 @@ class MemoryConfig:
             >= 0.93, same numbers, no correction cue; :func:`retain.conflict.decide`) is merged
             into it instead of stored: the existing record keeps its id and gains the newcomer's
             source, role, time and text under ``metadata["merged"]`` (audited as "merge").
+        resolve_times: store the time expressions of each new record, resolved against its
+            ``event_time``, as ``metadata["time_refs"]`` (:func:`retain.temporal.resolve_times`;
+            unresolved, granularity "unknown", when the event time is unknown). A caller's own
+            ``time_refs`` are kept as given.
     """
 
     max_record_chars: int = 2_000
@@ -90,6 +95,7 @@ class MemoryConfig:
     dedupe: bool = True
     classify: bool = True
     merge_paraphrases: bool = False
+    resolve_times: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_record_chars", "max_text_chars"):
@@ -470,6 +476,9 @@ class Memory:
             meta = dict(item.metadata)
             if len(pieces) > 1:
                 meta.update(split_group=group, part=part, parts=len(pieces))
+            refs = time_refs_metadata(piece, event_time) if self.config.resolve_times else []
+            if refs and "time_refs" not in meta:
+                meta["time_refs"] = refs
             records.append(
                 MemoryRecord(
                     id=group if part == 0 else new_id(),
@@ -821,6 +830,46 @@ class Memory:
         validate_namespace(namespace)
         flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_superseded)
         return self.store.list_records(namespace, flt)
+
+    def timeline(
+        self,
+        namespace: str,
+        query: str | None = None,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryRecord]:
+        """Current records of ``namespace`` (every tier) in event order: by event time (UTC), then
+        session order, then ``seq``; records with unknown event time last, in insertion order.
+
+        With ``query``: its top ``limit`` (default 10) search hits, re-ordered by time. ``start`` /
+        ``end`` keep event times in [start, end) (UTC; unknown times are then left out). ``limit``
+        caps the number of records. An empty namespace gives [].
+
+        Raises:
+            InvalidInput: bad namespace, limit < 1, naive or unparseable times, start >= end.
+        """
+        from retain.timeline import timeline
+
+        return timeline(self, namespace, query=query, start=start, end=end, limit=limit)
+
+    def before(self, record: MemoryRecord | str, *, namespace: str, n: int = 1) -> list[MemoryRecord]:
+        """Up to ``n`` records just before ``record`` (a record or an id) in event order, oldest
+        first: earlier turns of its session by ``seq``, then earlier sessions by time. [] at the start.
+
+        Raises:
+            RecordNotFound: no such record in ``namespace``.
+            InvalidInput: n < 1, or the record belongs to another namespace.
+        """
+        from retain.timeline import walk
+
+        return walk(self, record, namespace=namespace, n=n, step=-1)
+
+    def after(self, record: MemoryRecord | str, *, namespace: str, n: int = 1) -> list[MemoryRecord]:
+        """Up to ``n`` records just after ``record`` in event order, oldest first; see :meth:`before`."""
+        from retain.timeline import walk
+
+        return walk(self, record, namespace=namespace, n=n, step=1)
 
     def search(
         self,
