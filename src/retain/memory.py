@@ -58,7 +58,7 @@ from retain.store.base import (
 )
 from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
-from retain.temporal import time_refs_metadata
+from retain.temporal import time_boost, time_refs_metadata
 
 if TYPE_CHECKING:
     from retain.utility import UtilityModel
@@ -885,6 +885,8 @@ class Memory:
         include_superseded: bool = False,
         threshold: float | None = None,
         mmr_lambda: float | None = None,
+        time_aware: bool = True,
+        now: datetime | str | None = None,
     ) -> list[Hit]:
         """Hybrid search of one namespace; returns up to ``k`` hits, best first.
 
@@ -898,6 +900,12 @@ class Memory:
             start, end: event-time range [start, end), UTC.
             include_superseded: also return superseded versions (history).
             threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
+            time_aware: add the time boost to the fused score (:func:`retain.temporal.time_boost`:
+                "When ..." questions favour records with a resolved time expression; a time range
+                in the query, e.g. "in May 2023", favours records dated in it). Shown as
+                ``scores["time"]`` when non-zero.
+            now: the time of asking (UTC) that relative query ranges ("last year") are read
+                against; default the current time.
 
         Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant.
 
@@ -930,6 +938,9 @@ class Memory:
         if not pool.records:
             return []
         scores = self._fuse(pool, cfg)
+        boost = time_boost(pool.records, query, utc(now, field_name="now") or utcnow()) if time_aware else None
+        if boost is not None:
+            scores = scores + boost
         order = np.argsort(-scores, kind="stable")
         if cfg.threshold is not None:
             order = order[scores[order] >= cfg.threshold]
@@ -948,6 +959,8 @@ class Memory:
             }
             if pool.via_neighbor[i]:
                 breakdown["neighbor"] = 1.0
+            if boost is not None and boost[i]:
+                breakdown["time"] = float(boost[i])
             hits.append(Hit(record=pool.records[i], score=float(scores[i]), rank=rank, scores=breakdown))
         return hits
 
