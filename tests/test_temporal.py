@@ -104,3 +104,11 @@ def test_overlaps():
     assert not overlaps(d(2023, 5, 1), d(2023, 5, 8), d(2023, 5, 8), d(2023, 6, 1))  # half-open
     assert overlaps(d(2023, 5, 1), d(2023, 5, 8), None, d(2023, 5, 2))
     assert not overlaps(None, None, None, None)
+
+
+def test_weekend_and_last_night():
+    (weekend,) = resolve_times("We camped last weekend.", ANCHOR)
+    assert (weekend.start, weekend.end, weekend.granularity) == (d(2023, 5, 6), d(2023, 5, 8), "weekend")
+    (night,) = resolve_times("I slept badly last night", ANCHOR)
+    assert (night.text, night.start, night.granularity) == ("last night", d(2023, 5, 9), "day")
+    assert resolve_times("see you next weekend", ANCHOR) == []  # ambiguous: not resolved

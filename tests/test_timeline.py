@@ -132,3 +132,15 @@ def test_event_order_is_pure_and_stable(memory: Memory):
     records = memory.store.get(NS, ids)
     assert [r.content for r in event_order(records)] == ["z", "x", "y"]
     assert event_order([]) == []
+
+
+def test_update_resolves_the_new_text(memory: Memory):
+    rid = memory.add("We met yesterday.", namespace=NS, event_time=D1)
+    new = memory.update(rid, "We met last week, not yesterday.", namespace=NS)
+    refs = memory.get(new, namespace=NS).metadata["time_refs"]
+    assert [(r["text"], r["start"]) for r in refs] == [
+        ("last week", "2023-05-01T00:00:00+00:00"),
+        ("yesterday", "2023-05-09T00:00:00+00:00"),
+    ]
+    plain = memory.update(new, "We met.", namespace=NS)
+    assert "time_refs" not in memory.get(plain, namespace=NS).metadata

@@ -729,6 +729,10 @@ class Memory:
             supersedes=old.id,
             metadata=fields.get("metadata", old.metadata),
         )
+        if self.config.resolve_times and "metadata" not in fields:  # the new text's own time expressions
+            meta = {key: value for key, value in new.metadata.items() if key != "time_refs"}
+            refs = time_refs_metadata(content, new.event_time)
+            new = new.evolve(metadata=meta | {"time_refs": refs} if refs else meta)
         (new,) = self._embed([new])
         retired = old.evolve(superseded_by=new.id)
         moved: list[MemoryRecord] = []

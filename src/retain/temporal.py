@@ -13,7 +13,9 @@ Rules:
 * An unknown anchor resolves nothing: the expression is kept with ``start = end = None`` and
   granularity ``"unknown"`` (never guessed from the clock).
 * A resolved expression is a half-open range [start, end) in UTC: the day, the ISO week (Monday to
-  Monday), the calendar month or the calendar year containing the date dateparser returns.
+  Monday), the calendar month or the calendar year containing the date dateparser returns; "last
+  weekend" is Saturday to Monday (dateparser reads "last saturday"; "last night" is read as
+  "yesterday"; "next weekend", ambiguous, is not resolved).
 * dateparser reads times without a zone; the anchor is converted to UTC first and results are UTC.
 """
 
@@ -47,7 +49,14 @@ __all__ = [
     "time_refs_metadata",
 ]
 
-Granularity = Literal["day", "week", "month", "year", "unknown"]
+Granularity = Literal["day", "weekend", "week", "month", "year", "unknown"]
+# Phrases dateparser 1.5 does not read, handed to it in words it does: (phrase, granularity).
+_ALIASES: dict[str, tuple[str, str]] = {
+    "last night": ("yesterday", "day"),
+    "last weekend": ("last saturday", "weekend"),
+    "past weekend": ("last saturday", "weekend"),
+    "this weekend": ("this saturday", "weekend"),
+}
 DEFAULT_LANGUAGES: tuple[str, ...] = ("en", "zh")
 WHEN_WEIGHT = 0.0
 RANGE_WEIGHT = 0.0
@@ -66,8 +75,9 @@ _ORD = r"\d{1,2}(?:st|nd|rd|th)?"
 _EXPRESSIONS = re.compile(
     "|".join(
         [
-            r"\b(?P<t>(?:the\s+day\s+(?:before|after)\s+)?(?:yesterday|tomorrow)|today|tonight)\b",
-            rf"\b(?P<t2>(?:last|next|this|past|coming)\s+(?:week|month|year|{_DAYS}|{_MONTHS}))\b",
+            r"\b(?P<t>(?:the\s+day\s+(?:before|after)\s+)?(?:yesterday|tomorrow)|today|tonight|last\s+night)\b",
+            rf"\b(?P<t2>(?:last|next|this|past|coming)\s+(?:week|month|year|{_DAYS}|{_MONTHS})|"
+            r"(?:last|past|this)\s+weekend)\b",
             rf"\b(?P<t3>(?:{_NUMBER})\s+(?:days?|weeks?|months?|years?)\s+(?:ago|later|from\s+now))\b",
             rf"\b(?P<t4>(?:{_MONTHS})\.?\s+{_ORD}(?:,?\s+{_YEAR})?)\b",
             rf"\b(?P<t5>{_ORD}\s+(?:of\s+)?(?:{_MONTHS})\.?(?:,?\s+{_YEAR})?)\b",
@@ -104,7 +114,7 @@ class TimeRef:
         begin, end_char: its character offsets in the text (``text == source[begin:end_char]``).
         start, end: the range it denotes, [start, end) as UTC datetimes; both None when unresolved
             (unknown anchor).
-        granularity: "day", "week", "month", "year", or "unknown" when unresolved.
+        granularity: "day", "weekend", "week", "month", "year", or "unknown" when unresolved.
     """
 
     text: str
@@ -168,10 +178,11 @@ def resolve_times(
         if base_naive is None:
             refs.append(TimeRef(phrase, begin, end, None, None, "unknown"))
             continue
-        data = _date_data(_languages(phrase, tuple(languages)), phrase, base_naive)
+        alias, period = _ALIASES.get(" ".join(phrase.lower().split()), (phrase, ""))
+        data = _date_data(_languages(phrase, tuple(languages)), alias, base_naive)
         if data is None:  # dateparser cannot read it: kept out rather than guessed
             continue
-        start, stop, granularity = _range(*data)
+        start, stop, granularity = _range(data[0], period or data[1])
         refs.append(TimeRef(phrase, begin, end, start, stop, granularity))
     return refs
 
@@ -307,6 +318,8 @@ def _date_data(languages: tuple[str, ...], phrase: str, base: datetime) -> tuple
 
 def _range(date: datetime, period: str) -> tuple[datetime, datetime, Granularity]:
     day = datetime(date.year, date.month, date.day, tzinfo=UTC)
+    if period == "weekend":
+        return day, day + timedelta(days=2), "weekend"
     if period == "week":
         monday = day - timedelta(days=day.weekday())
         return monday, monday + timedelta(days=7), "week"
