@@ -144,3 +144,32 @@ def test_update_resolves_the_new_text(memory: Memory):
     ]
     plain = memory.update(new, "We met.", namespace=NS)
     assert "time_refs" not in memory.get(plain, namespace=NS).metadata
+
+
+def test_time_features_and_search_boost(memory: Memory, monkeypatch):
+    from retain import temporal
+
+    ids = memory.add_many(
+        [
+            NewMemory(content="We adopted the cat in a shelter.", event_time=D1, segment="a", seq=0),
+            NewMemory(content="We adopted the cat yesterday.", event_time=D2, segment="b", seq=0),
+            NewMemory(content="The cat sleeps a lot.", segment="c", seq=0),
+        ],
+        namespace=NS,
+    )
+    records = memory.store.get(NS, ids)
+    dated, in_range = temporal.time_features(records, "When did we adopt the cat?", D2)
+    assert dated.tolist() == [0.0, 1.0, 0.0] and in_range.tolist() == [0.0, 0.0, 0.0]
+    dated, in_range = temporal.time_features(records, "What did we do in May 2023?", D2)
+    assert dated.tolist() == [0.0, 0.0, 0.0] and in_range.tolist() == [1.0, 0.0, 0.0]  # by event time
+    _, in_range = temporal.time_features(records, "What happened on June 1, 2023?", D2)
+    assert in_range.tolist() == [0.0, 1.0, 0.0]  # "yesterday" said on 2 June is 1 June
+    monkeypatch.setattr(temporal, "RANGE_WEIGHT", 5.0)
+    hits = memory.search("cat", namespace=NS, k=3, now=D2)
+    assert all("time" not in h.scores for h in hits)
+    hits = memory.search("what did the cat do in May 2023", namespace=NS, k=3, now=D2)
+    assert hits[0].record.id == ids[0] and hits[0].scores["time"] == 5.0
+    plain = memory.search("what did the cat do in May 2023", namespace=NS, k=3, now=D2, time_aware=False)
+    assert all("time" not in h.scores for h in plain)
+    with pytest.raises(InvalidInput, match="now"):
+        memory.search("cat", namespace=NS, now=datetime(2023, 1, 1))
