@@ -112,3 +112,8 @@ def test_weekend_and_last_night():
     (night,) = resolve_times("I slept badly last night", ANCHOR)
     assert (night.text, night.start, night.granularity) == ("last night", d(2023, 5, 9), "day")
     assert resolve_times("see you next weekend", ANCHOR) == []  # ambiguous: not resolved
+
+
+def test_unknown_language_code_is_refused():
+    with pytest.raises(InvalidInput, match="languages"):
+        resolve_times("yesterday", ANCHOR, languages=["xx-nope"])

@@ -162,7 +162,8 @@ def resolve_times(
     Returns: list of :class:`TimeRef`; [] when the text has no time-like word.
 
     Raises:
-        InvalidInput: ``text`` is not a string, or ``anchor`` is naive or not a time.
+        InvalidInput: ``text`` is not a string, ``anchor`` is naive or not a time, or a language
+            code is unknown to dateparser.
 
     Source: dateparser (scrapinghub/dateparser) ``DateDataParser.get_date_data``.
     """
@@ -310,7 +311,10 @@ def _parser(languages: tuple[str, ...], base: datetime) -> Any:
 
 
 def _date_data(languages: tuple[str, ...], phrase: str, base: datetime) -> tuple[datetime, str] | None:
-    data = _parser(languages, base).get_date_data(phrase)
+    try:
+        data = _parser(languages, base).get_date_data(phrase)
+    except ValueError as exc:  # dateparser refuses unknown language codes (on first use)
+        raise InvalidInput(f"languages: {list(languages)} ({exc})") from exc
     if data.date_obj is None:
         return None
     return data.date_obj, str(data.period or "day")
