@@ -86,6 +86,7 @@ def run_longmemeval(
     skipped = 0
     turns_total, ingest_s = 0, 0.0
     search_ms: list[float] = []
+    encoder.encode(["warm-up"])  # load the model before the clock starts
     for question in tqdm(questions, disable=not progress, desc="questions", unit="q"):
         skipped += question.abstention
         items = haystack_items(question)
