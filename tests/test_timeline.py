@@ -171,5 +171,7 @@ def test_time_features_and_search_boost(memory: Memory, monkeypatch):
     assert hits[0].record.id == ids[0] and hits[0].scores["time"] == 5.0
     plain = memory.search("what did the cat do in May 2023", namespace=NS, k=3, now=D2, time_aware=False)
     assert all("time" not in h.scores for h in plain)
+    rrf = memory.search("what did the cat do in May 2023", namespace=NS, k=3, now=D2, config="rrf")
+    assert all("time" not in h.scores for h in rrf)  # the weight is set on learned-fusion probabilities
     with pytest.raises(InvalidInput, match="now"):
         memory.search("cat", namespace=NS, now=datetime(2023, 1, 1))

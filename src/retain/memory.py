@@ -904,10 +904,11 @@ class Memory:
             start, end: event-time range [start, end), UTC.
             include_superseded: also return superseded versions (history).
             threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
-            time_aware: add the time boost to the fused score (:func:`retain.temporal.time_boost`:
-                "When ..." questions favour records with a resolved time expression; a time range
-                in the query, e.g. "in May 2023", favours records dated in it). Shown as
-                ``scores["time"]`` when non-zero.
+            time_aware: when the query names a time range ("in May 2023", "last year"), add
+                :func:`retain.temporal.time_boost` (0.1) to the learned-fusion score of records
+                dated in it, by event time or a resolved time expression; shown as
+                ``scores["time"]``. Only with the learned fusion (the "default" preset), whose
+                scores are probabilities the weight was set on.
             now: the time of asking (UTC) that relative query ranges ("last year") are read
                 against; default the current time.
 
@@ -942,7 +943,9 @@ class Memory:
         if not pool.records:
             return []
         scores = self._fuse(pool, cfg)
-        boost = time_boost(pool.records, query, utc(now, field_name="now") or utcnow()) if time_aware else None
+        asked = utc(now, field_name="now") or utcnow()
+        learned = cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and pool.query_vector is not None
+        boost = time_boost(pool.records, query, asked) if time_aware and learned else None
         if boost is not None:
             scores = scores + boost
         order = np.argsort(-scores, kind="stable")
