@@ -11,7 +11,7 @@ The weights are chosen on the same dev conversations the fusion was fitted on: a
 
 Usage::
 
-    .venv/bin/python benchmarks/temporal_boost.py [--data LOCOMO.json] [--encoder minilm]
+    .venv/bin/python benchmarks/temporal_boost.py [--data LOCOMO.json] [--encoder minilm] [--limit N]
 """
 
 from __future__ import annotations
@@ -40,8 +40,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT)
     parser.add_argument("--encoder", default="minilm")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
     args = parser.parse_args()
-    conversations = load_locomo(args.data)
+    conversations = load_locomo(args.data)[: args.limit]
     encoder = make_encoder(args.encoder)
 
     turns = [(t.text, t.session_time) for c in conversations for t in c.turns]
