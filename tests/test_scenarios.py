@@ -299,7 +299,10 @@ def test_integrity_under_a_budget_counts_held_gold_constraints(tmp_path):
 def test_infeasible_budget_is_reported_not_raised(tmp_path):
     data = _constraint_scenario()
     # a second, unrelated hard constraint (no correction: e1 stays mandatory) overflows a budget of 1
-    data["events"][-1] |= {"text": "Our flights must never leave before 7 am, a hard rule.", "gold": {"type": "hard_constraint"}}
+    data["events"][-1] |= {
+        "text": "Our flights must never leave before 7 am, a hard rule.",
+        "gold": {"type": "hard_constraint"},
+    }
     data["probes"][-1]["forbidden"] = []
     sc = load_scenario(write(tmp_path, data))
     other = load_scenario(write(tmp_path, scenario(numbered(4), [probe("p1", "e4", needed=["e1"])], "calm"), "b.json"))

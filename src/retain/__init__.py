@@ -25,6 +25,7 @@ from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retrieve import Fusion, Hit, SearchConfig, SearchMode
 from retain.store import RecordFilter, SQLiteStore, Store
+from retain.temporal import TimeRef, parse_query_time, resolve_times
 
 __all__ = [
     "BudgetInfeasible",
@@ -57,7 +58,10 @@ __all__ = [
     "Store",
     "TextTooLong",
     "Tier",
+    "TimeRef",
     "classify",
     "classify_with_reason",
+    "parse_query_time",
+    "resolve_times",
 ]
 __version__ = "0.1.0"

@@ -380,6 +380,43 @@ def eval_beam(
         console.print(f"json: {json_out}")
 
 
+@eval_app.command("longmemeval")
+def eval_longmemeval(
+    data: Annotated[Path, typer.Option(help="LongMemEval-format JSON file (e.g. ../shared/data/longmemeval/*.json).")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON here.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions (smoke runs).")] = None,
+    encoder: EncoderOption = "minilm",
+) -> None:
+    """Replay each LongMemEval question's haystack into a fresh namespace and score session-level
+    recall@5/@10 and turn-level recall (has_answer), per question type and overall."""
+    from retain.eval.longmemeval import load_longmemeval
+    from retain.eval.longmemeval_runner import run_longmemeval
+    from retain.eval.report import write_json
+
+    try:
+        questions = load_longmemeval(data)[:limit]
+    except RetainError as exc:
+        _fail(exc)
+        return
+    enc = make_encoder(encoder)
+    err_console.print(f"LongMemEval: {data} ({len(questions)} questions), encoder {enc.name}")
+    result = run_longmemeval(questions, enc, dataset=f"longmemeval:{data.name}")
+    columns = ("session_recall@5", "session_recall@10", "turn_recall@5", "turn_recall@10")
+    table = Table(title=f"LongMemEval retrieval ({result['abstention_skipped']} abstention questions scored apart)")
+    for col in ("question type", "questions", *columns):
+        table.add_column(col, no_wrap=True)
+    for name, row in [*result["by_type"].items(), ("overall", result["overall"])]:
+        table.add_row(name, str(row["questions"]), *(_cell(row.get(c)) for c in columns))
+    console.print(table)
+    console.print(
+        f"ingest {result['ingest_turns_per_s']} turns/s · search p50 {result['search_ms_p50']} ms, "
+        f"p95 {result['search_ms_p95']} ms"
+    )
+    if json_out is not None:
+        write_json(result, json_out)
+        console.print(f"json: {json_out}")
+
+
 def _parse_grid(budget: str | None, policy: str) -> tuple[list[float], list[str]]:
     from retain.budget import BUDGET_POLICIES
 

@@ -65,6 +65,7 @@ from retain.store.base import (
 )
 from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
+from retain.temporal import time_boost, time_refs_metadata
 
 if TYPE_CHECKING:
     from retain.canary import CanaryReport
@@ -104,6 +105,10 @@ class MemoryConfig:
             (``benchmarks/supersede_detection.py``).
         conflict_judge: optional second opinion (e.g. an LLM) that may veto each proposed
             supersede or merge (:class:`retain.conflict.ConflictJudge`); None = rules only.
+        resolve_times: store the time expressions of each new record, resolved against its
+            ``event_time``, as ``metadata["time_refs"]`` (:func:`retain.temporal.resolve_times`;
+            unresolved, granularity "unknown", when the event time is unknown). A caller's own
+            ``time_refs`` are kept as given.
     """
 
     max_record_chars: int = 2_000
@@ -115,6 +120,7 @@ class MemoryConfig:
     trusted_actors: frozenset[str] = DEFAULT_TRUSTED_ACTORS
     supersede: bool = True
     conflict_judge: ConflictJudge | None = None
+    resolve_times: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.trusted_actors, str) or not all(isinstance(a, str) for a in self.trusted_actors):
@@ -567,6 +573,9 @@ class Memory:
             meta = dict(item.metadata)
             if len(pieces) > 1:
                 meta.update(split_group=group, part=part, parts=len(pieces))
+            refs = time_refs_metadata(piece, event_time) if self.config.resolve_times else []
+            if refs and "time_refs" not in meta:
+                meta["time_refs"] = refs
             records.append(
                 MemoryRecord(
                     id=group if part == 0 else new_id(),
@@ -820,6 +829,10 @@ class Memory:
             supersedes=old.id,
             metadata=fields.get("metadata", old.metadata),
         )
+        if self.config.resolve_times and "metadata" not in fields:  # the new text's own time expressions
+            meta = {key: value for key, value in new.metadata.items() if key != "time_refs"}
+            refs = time_refs_metadata(content, new.event_time)
+            new = new.evolve(metadata=meta | {"time_refs": refs} if refs else meta)
         (new,) = self._embed([new])
         retired = old.evolve(superseded_by=new.id)
         moved: list[MemoryRecord] = []
@@ -958,6 +971,46 @@ class Memory:
         flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_superseded)
         return self.store.list_records(namespace, flt)
 
+    def timeline(
+        self,
+        namespace: str,
+        query: str | None = None,
+        start: datetime | str | None = None,
+        end: datetime | str | None = None,
+        limit: int | None = None,
+    ) -> list[MemoryRecord]:
+        """Current records of ``namespace`` (every tier) in event order: by event time (UTC), then
+        session order, then ``seq``; records with unknown event time last, in insertion order.
+
+        With ``query``: its top ``limit`` (default 10) search hits, re-ordered by time. ``start`` /
+        ``end`` keep event times in [start, end) (UTC; unknown times are then left out). ``limit``
+        caps the number of records. An empty namespace gives [].
+
+        Raises:
+            InvalidInput: bad namespace, limit < 1, naive or unparseable times, start >= end.
+        """
+        from retain.timeline import timeline
+
+        return timeline(self, namespace, query=query, start=start, end=end, limit=limit)
+
+    def before(self, record: MemoryRecord | str, *, namespace: str, n: int = 1) -> list[MemoryRecord]:
+        """Up to ``n`` records just before ``record`` (a record or an id) in event order, oldest
+        first: earlier turns of its session by ``seq``, then earlier sessions by time. [] at the start.
+
+        Raises:
+            RecordNotFound: no such record in ``namespace``.
+            InvalidInput: n < 1, or the record belongs to another namespace.
+        """
+        from retain.timeline import walk
+
+        return walk(self, record, namespace=namespace, n=n, step=-1)
+
+    def after(self, record: MemoryRecord | str, *, namespace: str, n: int = 1) -> list[MemoryRecord]:
+        """Up to ``n`` records just after ``record`` in event order, oldest first; see :meth:`before`."""
+        from retain.timeline import walk
+
+        return walk(self, record, namespace=namespace, n=n, step=1)
+
     @observed("search", args=("namespace", "k"), result=searched)
     def search(
         self,
@@ -975,6 +1028,8 @@ class Memory:
         mmr_lambda: float | None = None,
         state: AgentState | Mapping[str, Any] | None = None,
         allow_raw: bool = False,
+        time_aware: bool = True,
+        now: datetime | str | None = None,
     ) -> list[Hit]:
         """Hybrid search of one namespace; returns up to ``k`` hits, best first.
 
@@ -999,6 +1054,13 @@ class Memory:
                 content and metadata become typed placeholders (``"[EMAIL]"``), and
                 ``metadata["redacted"]`` lists the kinds withheld. Ranking always uses the stored
                 text; redaction changes only what is returned, never what is stored.
+            time_aware: when the query names a time range ("in May 2023", "last year"), add
+                :func:`retain.temporal.time_boost` (0.1) to the learned-fusion score of records
+                dated in it, by event time or a resolved time expression; shown as
+                ``scores["time"]``. Only with the learned fusion (the "default" preset), whose
+                scores are probabilities the weight was set on.
+            now: the time of asking (UTC) that relative query ranges ("last year") are read
+                against; default the current time.
 
         Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant. Canary
         records (:mod:`retain.canary`) are never returned.
@@ -1044,6 +1106,11 @@ class Memory:
         if not pool.records:
             return []
         scores = self._fuse(pool, cfg)
+        asked = utc(now, field_name="now") or utcnow()
+        learned = cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and pool.query_vector is not None
+        boost = time_boost(pool.records, query, asked) if time_aware and learned else None
+        if boost is not None:
+            scores = scores + boost
         sam_parts: dict[str, npt.NDArray[np.float64]] = {}
         if encoded is not None and self.state_scorer is not None:
             cands, content, n_terms = self._sam_inputs(namespace, pool, scores, cfg)
@@ -1068,6 +1135,8 @@ class Memory:
             }
             if pool.via_neighbor[i]:
                 breakdown["neighbor"] = 1.0
+            if boost is not None and boost[i]:
+                breakdown["time"] = float(boost[i])
             breakdown.update({name: float(values[i]) for name, values in sam_parts.items()})
             record = pool.records[i] if allow_raw else redact_record(pool.records[i]).record
             hits.append(Hit(record=record, score=float(scores[i]), rank=rank, scores=breakdown))
@@ -1109,7 +1178,8 @@ class Memory:
         self, namespace: str, pool: _Pool, scores: npt.NDArray[np.float64], cfg: SearchConfig
     ) -> tuple[Candidates, npt.NDArray[np.float64], int]:
         """(candidates, content scores in [0, 1], distinct query terms) for the state scorer."""
-        content = scores if cfg.fusion is Fusion.LEARNED else scores / max(float(scores.max()), 1e-12)
+        raw = scores if cfg.fusion is Fusion.LEARNED else scores / max(float(scores.max()), 1e-12)
+        content = np.clip(raw, 0.0, 1.0)  # the time boost may lift a fused score past 1
         newest = self.store.list_records(namespace, RecordFilter(tiers=None), limit=1, order="recent")
         cands = candidates_from_records(
             pool.records,

@@ -2,7 +2,8 @@
 
 Each conversation is streamed session by session, in turn order, into a fresh in-memory store
 (one namespace per conversation; session dates as event times; image captions kept). Then every
-question is asked and the ranked turns are compared with the question's evidence turns.
+question is asked, as of the last session's date (``now`` for time ranges in the question, e.g. "last
+year"), and the ranked turns are compared with the question's evidence turns.
 
 Runs reported (all on the full memory):
 
@@ -131,9 +132,12 @@ def collect_pools(
             if on_ingest is not None:
                 on_ingest(len(conv.turns), time.perf_counter() - started)
             cfg = PRESETS["default"]
+            asked = max((t.session_time for t in conv.turns if t.session_time is not None), default=None)
             for q in conv.questions:
                 t0 = time.perf_counter()
-                hits = mem.search(q.question, namespace=namespace, k=RANK_DEPTH, allow_raw=True) if search else []
+                hits = (
+                    mem.search(q.question, namespace=namespace, k=RANK_DEPTH, allow_raw=True, now=asked) if search else []
+                )
                 elapsed = (time.perf_counter() - t0) * 1000
                 pool = mem._candidates(q.question, namespace, RecordFilter(), cfg)
                 pools.append(
