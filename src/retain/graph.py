@@ -123,8 +123,10 @@ def extract_entities(text: str) -> frozenset[str]:
 
     Three kinds, each key prefixed by its kind:
 
-    * ``name:`` two or more consecutive capitalised words (Unicode letters), leading function
-      words and titles dropped ("The Brennick Airport" -> ``name:brennick airport``); lower-cased.
+    * ``name:`` two or more consecutive capitalised words (Unicode letters; all-capital acronyms
+      break a run), leading function words and titles dropped ("The Brennick Airport" ->
+      ``name:brennick airport``); a run of three or more also yields itself without its first word
+      ("Ask Caroline Smith" -> ``name:ask caroline smith`` and ``name:caroline smith``); lower-cased.
     * ``qty:`` a number with a unit or currency ("5000 EUR", "€5,000", "6 years", "3.5 km",
       "20%") -> ``qty:5000 eur``, ``qty:6 year``; thousands separators dropped, units canonical.
     * ``id:`` references and tags: "PR #884" / "issue #12" -> ``id:pr#884``, a bare "#884" ->
@@ -168,6 +170,8 @@ def _flush(run: list[str], found: set[str]) -> None:
         words.pop(0)
     if len(words) >= 2:
         found.add("name:" + " ".join(w.lower() for w in words))
+    if len(words) >= 3:  # "Ask Caroline Smith": the first word may just open the sentence
+        found.add("name:" + " ".join(w.lower() for w in words[1:]))
 
 
 def _number(text: str) -> str:
