@@ -22,6 +22,7 @@ refuses an edge whose endpoints are not both records of it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -77,7 +78,7 @@ class GraphConfig:
 
     edges_on_write: bool = True
     same_entity_limit: int = 5
-    same_entity_candidates: int = 50
+    same_entity_candidates: int = 20
     decay: float = 0.5
 
     def __post_init__(self) -> None:
@@ -118,6 +119,7 @@ _HASH = re.compile(r"(?<![\w&])#(\d{2,})\b")
 _TAG = re.compile(r"\b([A-Z]{2,}[-_]?\d{2,}[A-Z0-9]*)\b")
 
 
+@functools.lru_cache(maxsize=8192)  # candidates are re-read on every add: memoise by text
 def extract_entities(text: str) -> frozenset[str]:
     """Named entities of ``text`` by cheap deterministic rules (no NLP model), as normalised keys.
 
