@@ -22,6 +22,7 @@ from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
 from retain.canary import drop_canaries, is_canary
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, TextTooLong
+from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
 from retain.lexical import index_terms, is_terse, query_terms
 from retain.observe import added, annotate, observed, offered, searched, superseded
@@ -56,7 +57,10 @@ from retain.store.base import (
     ALL_RECORDS,
     HOT_TIERS,
     AuditEntry,
+    Edge,
+    EdgeType,
     FindByHash,
+    PutEdges,
     PutRecords,
     RecordFilter,
     RequireCurrent,
@@ -109,6 +113,8 @@ class MemoryConfig:
             ``event_time``, as ``metadata["time_refs"]`` (:func:`retain.temporal.resolve_times`;
             unresolved, granularity "unknown", when the event time is unknown). A caller's own
             ``time_refs`` are kept as given.
+        graph: the memory graph's switches (:class:`retain.graph.GraphConfig`): edges on write,
+            same-entity fan-out, expansion decay.
     """
 
     max_record_chars: int = 2_000
@@ -121,6 +127,7 @@ class MemoryConfig:
     supersede: bool = True
     conflict_judge: ConflictJudge | None = None
     resolve_times: bool = True
+    graph: GraphConfig = DEFAULT_GRAPH_CONFIG
 
     def __post_init__(self) -> None:
         if isinstance(self.trusted_actors, str) or not all(isinstance(a, str) for a in self.trusted_actors):
@@ -160,6 +167,7 @@ class NewMemory:
     confidence: float = 1.0
     metadata: Mapping[str, Any] = field(default_factory=dict)
     state: AgentState | Mapping[str, Any] | None = None
+    derived_from: Sequence[str] = ()
 
 
 class Memory:
@@ -297,6 +305,7 @@ class Memory:
         metadata: Mapping[str, Any] | None = None,
         actor: str = "user",
         state: AgentState | Mapping[str, Any] | None = None,
+        derived_from: Sequence[str] | None = None,
     ) -> str:
         """Store one memory and return its id.
 
@@ -312,8 +321,13 @@ class Memory:
         ``importance`` (0..1) defaults to the utility model's prediction, else 0.5. With a budget,
         records that no longer fit move to the archive tier (see :class:`~retain.budget.Budget`).
 
+        ``derived_from`` lists the ids of records the reasoning step that produced this memory
+        used: ``derived_from`` edges are written with it (:mod:`retain.graph`, which also adds
+        ``next``, ``supersedes`` and ``same_entity`` edges on write).
+
         Raises:
-            InvalidInput: empty or whitespace-only content, bad namespace, bad field values.
+            InvalidInput: empty or whitespace-only content, bad namespace, bad field values, a
+                ``derived_from`` id that is not a record of ``namespace`` (nothing is written).
             TextTooLong: content over ``config.max_text_chars`` (or over ``max_record_chars`` with
                 splitting off); the message names the limit.
             BudgetInfeasible: the namespace's mandatory records (hard constraints, pinned) would no
@@ -333,6 +347,7 @@ class Memory:
             confidence=confidence,
             metadata=metadata or {},
             state=state,
+            derived_from=check_derived(derived_from),
         )
         return self.add_many([item], namespace=namespace, actor=actor)[0]
 
@@ -349,6 +364,7 @@ class Memory:
         """
         validate_namespace(namespace)
         parsed = [self._coerce_item(item, i) for i, item in enumerate(items)]
+        used = [check_derived(item.derived_from, i) for i, item in enumerate(parsed)]
         drafts: list[list[MemoryRecord]] = []
         for i, item in enumerate(parsed):
             try:
@@ -399,6 +415,8 @@ class Memory:
         superseding: list[AuditEntry] = []
         if fresh and self.config.supersede:
             fresh, retired, superseding = self._supersede(namespace, fresh, actor)
+        derived = {rid: d for rid, d in zip(ids, used, strict=True) if d}
+        edges = edges_on_add(self.store, namespace, fresh, derived=derived, config=self.config.graph)
         if fresh or restored or merges:
             fresh = self._score_utility(namespace, fresh, explicit=explicit)
             moved: list[MemoryRecord] = []
@@ -441,11 +459,13 @@ class Memory:
             ]
             try:
                 self.store.put(
-                    [*fresh, *restored, *moved, *merged_records, *retired], [*audit, *superseding, *evictions]
+                    [*fresh, *restored, *moved, *merged_records, *retired], [*audit, *superseding, *evictions], edges
                 )
             except BaseException:
                 self._hot.pop(namespace, None)
                 raise
+        elif edges:  # every item was already held: only its derived_from edges are new
+            self.store.put([], edges=edges)
         return ids
 
     def _supersede(
@@ -848,11 +868,13 @@ class Memory:
             AuditEntry(namespace, "update", new.id, actor, reason, details={"supersedes": old.id}),
             *evictions,
         ]
+        link = Edge(namespace, new.id, old.id, EdgeType.SUPERSEDES, metadata={"on": "update"})
         try:  # RequireCurrent re-checks inside the write transaction: a concurrent update loses cleanly
             self.store.batch(
                 [
                     RequireCurrent(namespace, old.id),
                     PutRecords((retired, new, *moved)),
+                    *([PutEdges((link,))] if self.config.graph.edges_on_write else []),
                     *(_AppendAudit(a) for a in audit),
                 ]
             )
@@ -936,6 +958,33 @@ class Memory:
     def retention_report(self, namespace: str, **constraints: Any) -> RetentionReport:
         """The exact optimizer's report for ``namespace``. See :func:`retain.integrity.retention_report`."""
         return integrity.retention_report(self, namespace, **constraints)
+
+    # --- memory graph (retain.graph) --------------------------------------------------------
+
+    def link(
+        self, src: str, dst: str, type: EdgeType | str, *, namespace: str, weight: float = 1.0, actor: str = "user"
+    ) -> Edge:
+        """Write an explicit edge ``src -> dst`` (audited as "link"). See :func:`retain.graph.link`."""
+        from retain.graph import link
+
+        return link(self, src, dst, type, namespace=namespace, weight=weight, actor=actor)
+
+    def edges(
+        self, id: str, *, namespace: str, types: Sequence[EdgeType | str] | None = None, direction: str = "both"
+    ) -> list[Edge]:
+        """Edges touching record ``id`` ("out", "in" or "both"). See :func:`retain.graph.neighbours`."""
+        from retain.graph import neighbours
+
+        return neighbours(self.store, namespace, id, types=types, direction=direction)
+
+    def propagate_importance(
+        self, namespace: str, *, seeds: Mapping[str, float] | None = None, alpha: float = 0.85, actor: str = "system"
+    ) -> dict[str, float]:
+        """Personalised PageRank from used records (``access_count``, raised by ``feedback``) into
+        ``importance``, audited as "importance". See :func:`retain.graph.propagate_importance`."""
+        from retain.graph import propagate_importance
+
+        return propagate_importance(self, namespace, seeds=seeds, alpha=alpha, actor=actor)
 
     # --- reads ----------------------------------------------------------------------------
 
@@ -1030,6 +1079,7 @@ class Memory:
         allow_raw: bool = False,
         time_aware: bool = True,
         now: datetime | str | None = None,
+        expand: int = 0,
     ) -> list[Hit]:
         """Hybrid search of one namespace; returns up to ``k`` hits, best first.
 
@@ -1061,12 +1111,17 @@ class Memory:
                 scores are probabilities the weight was set on.
             now: the time of asking (UTC) that relative query ranges ("last year") are read
                 against; default the current time.
+            expand: graph expansion (:func:`retain.graph.expand_hits`): the top ``expand`` hits pull
+                in their one-hop neighbours of this namespace, score = parent score * decay
+                (``config.graph.decay``, default 0.5) * edge weight, marked ``Hit.via_edge``;
+                0 (default) = off.
 
         Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant. Canary
         records (:mod:`retain.canary`) are never returned.
 
         Raises:
-            InvalidInput: bad namespace, k < 1, unknown preset, type or tier; ``allow_raw`` not a bool.
+            InvalidInput: bad namespace, k < 1, unknown preset, type or tier; ``allow_raw`` not a bool;
+                ``expand`` not an int >= 0.
         """
         validate_namespace(namespace)
         if not isinstance(query, str):
@@ -1078,6 +1133,7 @@ class Memory:
             raise InvalidInput(f"threshold: must be a number, got {threshold!r}")
         cfg = self._config(config, threshold, mmr_lambda)
         _check_allow_raw(allow_raw)
+        check_expand(expand)
         if not query.strip():
             return []
         if isinstance(types, str):
@@ -1140,6 +1196,10 @@ class Memory:
             breakdown.update({name: float(values[i]) for name, values in sam_parts.items()})
             record = pool.records[i] if allow_raw else redact_record(pool.records[i]).record
             hits.append(Hit(record=record, score=float(scores[i]), rank=rank, scores=breakdown))
+        if expand:
+            decay = self.config.graph.decay
+            raw = allow_raw
+            hits = expand_hits(self.store, namespace, hits, expand=expand, k=k, flt=flt, decay=decay, allow_raw=raw)
         return hits
 
     def _config(self, config: SearchConfig | str, threshold: float | None, mmr_lambda: float | None) -> SearchConfig:

@@ -116,16 +116,24 @@ class Hit:
         scores: breakdown: ``bm25`` (raw BM25, 0 when not matched), ``dense`` (cosine),
             ``rrf`` (reciprocal rank fusion), ``fused`` (the final score), and ``neighbor`` when the
             hit entered the pool as a neighbour of another candidate.
+        via_edge, via: for a hit added by graph expansion (``search(expand=...)``,
+            :func:`retain.graph.expand_hits`), the edge type and the id of the hit it hangs from;
+            else None.
     """
 
     record: MemoryRecord
     score: float
     rank: int
     scores: Mapping[str, float] = field(default_factory=dict)
+    via_edge: str | None = None
+    via: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (record without embedding)."""
-        return {"rank": self.rank, "score": self.score, "scores": dict(self.scores), "record": self.record.to_dict()}
+        out = {"rank": self.rank, "score": self.score, "scores": dict(self.scores), "record": self.record.to_dict()}
+        if self.via_edge is not None:
+            out.update(via_edge=self.via_edge, via=self.via)
+        return out
 
 
 def rrf(rankings: Sequence[Sequence[str]], *, k: int = 60, weights: Sequence[float] | None = None) -> dict[str, float]:

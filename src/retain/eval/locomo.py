@@ -135,9 +135,9 @@ def collect_pools(
             asked = max((t.session_time for t in conv.turns if t.session_time is not None), default=None)
             for q in conv.questions:
                 t0 = time.perf_counter()
-                hits = (
-                    mem.search(q.question, namespace=namespace, k=RANK_DEPTH, allow_raw=True, now=asked) if search else []
-                )
+                hits = []
+                if search:
+                    hits = mem.search(q.question, namespace=namespace, k=RANK_DEPTH, allow_raw=True, now=asked)
                 elapsed = (time.perf_counter() - t0) * 1000
                 pool = mem._candidates(q.question, namespace, RecordFilter(), cfg)
                 pools.append(

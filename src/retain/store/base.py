@@ -12,16 +12,20 @@ Every operation names its namespace; no operation reads or writes across namespa
 
 from __future__ import annotations
 
+import enum
+import json
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from retain.record import MemoryRecord, MemoryType, Tier
+from retain.errors import InvalidInput
+from retain.record import MemoryRecord, MemoryType, Tier, utcnow, validate_namespace
 
 __all__ = [
     "ALL_RECORDS",
@@ -31,13 +35,17 @@ __all__ = [
     "CountRecords",
     "DeleteNamespace",
     "DeleteRecords",
+    "Edge",
+    "EdgeType",
     "FindByHash",
     "GetProvenance",
     "GetRecords",
     "LexicalSearch",
+    "ListEdges",
     "ListNamespaces",
     "ListRecords",
     "Op",
+    "PutEdges",
     "PutProvenance",
     "PutRecords",
     "ReadAudit",
@@ -46,6 +54,7 @@ __all__ = [
     "ScoredId",
     "Store",
     "VectorSearch",
+    "check_edge",
 ]
 
 HOT_TIERS: tuple[Tier, ...] = (Tier.CORE, Tier.DYNAMIC)
@@ -105,6 +114,90 @@ class ScoredId(NamedTuple):
 
     id: str
     score: float
+
+
+class EdgeType(enum.StrEnum):
+    """Kinds of typed edges between two records of one namespace (:mod:`retain.graph`).
+
+    Direction is ``src -> dst``: ``next`` earlier -> later in a stream; ``derived_from`` the new
+    record -> the record its reasoning step used; ``supersedes`` new version -> old version;
+    ``same_entity`` newer -> older record naming the same entity; ``supports``, ``conflicts_with``,
+    ``elaborates`` are set by callers (:meth:`retain.Memory.link`).
+    """
+
+    NEXT = "next"
+    DERIVED_FROM = "derived_from"
+    SUPPORTS = "supports"
+    CONFLICTS_WITH = "conflicts_with"
+    SUPERSEDES = "supersedes"
+    ELABORATES = "elaborates"
+    SAME_ENTITY = "same_entity"
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A typed, weighted edge ``src -> dst`` between two records of ``namespace``.
+
+    Attributes:
+        namespace: both endpoints live here; edges never cross namespaces.
+        src, dst: record ids (distinct: no self-loops).
+        type: an :class:`EdgeType` (a string value is accepted by :func:`check_edge`).
+        weight: finite, > 0; multiplies scores in retrieval expansion and transition
+            probabilities in importance propagation (higher = stronger link).
+        created_at: when the edge was written (timezone-aware, stored as UTC microseconds).
+        metadata: JSON-serialisable details (never record content).
+
+    The key is (namespace, src, dst, type): writing the same key again replaces weight,
+    created_at and metadata.
+    """
+
+    namespace: str
+    src: str
+    dst: str
+    type: EdgeType
+    weight: float = 1.0
+    created_at: datetime = field(default_factory=utcnow)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+def check_edge(edge: Edge, index: int = 0) -> Edge:
+    """Validate the parts of ``edge`` every backend checks the same way; return it with ``type``
+    coerced to :class:`EdgeType` and ``weight`` to float. Endpoint existence is the backend's check.
+
+    Raises:
+        InvalidInput: not an Edge, bad namespace, empty or equal ids (self-loop), unknown type,
+            weight not finite or <= 0, naive ``created_at``, metadata not JSON-serialisable.
+    """
+    where = f"edge {index}"
+    if not isinstance(edge, Edge):
+        raise InvalidInput(f"{where}: expected an Edge, got {type(edge).__name__}")
+    try:
+        validate_namespace(edge.namespace)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{where}: {exc}") from exc
+    for name in ("src", "dst"):
+        value = getattr(edge, name)
+        if not isinstance(value, str) or not value:
+            raise InvalidInput(f"{where}: {name} must be a non-empty record id, got {value!r}")
+    if edge.src == edge.dst:
+        raise InvalidInput(f"{where}: self-loop on {edge.src}; an edge joins two different records")
+    try:
+        kind = EdgeType(edge.type)
+    except ValueError:
+        known = ", ".join(t.value for t in EdgeType)
+        raise InvalidInput(f"{where}: unknown type {edge.type!r}; one of {known}") from None
+    weight = edge.weight
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight <= 0:
+        raise InvalidInput(f"{where}: weight must be a finite number > 0, got {weight!r}")
+    if not isinstance(edge.created_at, datetime) or edge.created_at.tzinfo is None:
+        raise InvalidInput(f"{where}: created_at must be a timezone-aware datetime")
+    if not isinstance(edge.metadata, Mapping):
+        raise InvalidInput(f"{where}: metadata must be a mapping")
+    try:
+        json.dumps(dict(edge.metadata), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{where}: metadata must be JSON-serialisable without NaN/inf ({exc})") from exc
+    return replace(edge, type=kind, weight=float(weight))
 
 
 # --- operations -------------------------------------------------------------------------------
@@ -200,7 +293,8 @@ class VectorSearch:
 
 @dataclass(frozen=True, slots=True)
 class DeleteRecords:
-    """Purge records from every table and index. Result: int, number purged."""
+    """Purge records from every table and index, with every edge touching them. Result: int,
+    number purged."""
 
     namespace: str
     ids: tuple[str, ...]
@@ -208,7 +302,7 @@ class DeleteRecords:
 
 @dataclass(frozen=True, slots=True)
 class DeleteNamespace:
-    """Purge every record of one namespace. Result: int, number purged."""
+    """Purge every record (and edge) of one namespace. Result: int, number purged."""
 
     namespace: str
 
@@ -257,6 +351,34 @@ class GetProvenance:
     namespace: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PutEdges:
+    """Insert or replace edges (key: namespace, src, dst, type). Result: None.
+
+    Every edge is checked with :func:`check_edge`, and both endpoints must be records of the edge's
+    namespace at this point of the transaction (records put earlier in the same batch count).
+
+    Raises InvalidInput (an endpoint in another namespace, deleted or unknown; a self-loop; an
+    unknown type; a non-finite weight): the whole batch rolls back, nothing is written.
+    """
+
+    edges: tuple[Edge, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListEdges:
+    """Edges of one namespace, oldest written first. Result: list of :class:`Edge`.
+
+    ``ids`` None = every edge of the namespace; else edges touching those ids: ``direction``
+    "out" (src in ids), "in" (dst in ids) or "both". ``types`` None = every type.
+    """
+
+    namespace: str
+    ids: tuple[str, ...] | None = None
+    types: tuple[EdgeType, ...] | None = None
+    direction: str = "both"
+
+
 Op = (
     PutRecords
     | GetRecords
@@ -273,6 +395,8 @@ Op = (
     | ReadAudit
     | PutProvenance
     | GetProvenance
+    | PutEdges
+    | ListEdges
 )
 
 
@@ -317,9 +441,29 @@ class Store(ABC):
 
     # --- helpers built on batch -------------------------------------------------------------
 
-    def put(self, records: Sequence[MemoryRecord], audit: Sequence[AuditEntry] = ()) -> None:
-        """Write records and their audit entries atomically."""
-        self.batch([PutRecords(tuple(records)), *(AppendAudit(a) for a in audit)])
+    def put(
+        self, records: Sequence[MemoryRecord], audit: Sequence[AuditEntry] = (), edges: Sequence[Edge] = ()
+    ) -> None:
+        """Write records, then their edges (if any), and the audit entries atomically."""
+        ops: list[Op] = [PutRecords(tuple(records))]
+        if edges:
+            ops.append(PutEdges(tuple(edges)))
+        self.batch([*ops, *(AppendAudit(a) for a in audit)])
+
+    def edges(
+        self,
+        namespace: str,
+        ids: Sequence[str] | None = None,
+        *,
+        types: Sequence[EdgeType] | None = None,
+        direction: str = "both",
+    ) -> list[Edge]:
+        """Edges of ``namespace``; see :class:`ListEdges`."""
+        op = ListEdges(
+            namespace, None if ids is None else tuple(ids), None if types is None else tuple(types), direction
+        )
+        result: list[Edge] = self.batch([op])[0]
+        return result
 
     def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
         """Records by id within ``namespace`` (missing ids skipped), in the order asked."""
@@ -368,7 +512,8 @@ class Store(ABC):
         return result
 
     def delete(self, namespace: str, ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
-        """Purge records and append audit entries atomically; returns the number purged."""
+        """Purge records (and every edge touching them) and append audit entries atomically;
+        returns the number purged."""
         return int(self.batch([DeleteRecords(namespace, tuple(ids)), *(AppendAudit(a) for a in audit)])[0])
 
     def delete_namespace(self, namespace: str, audit: Sequence[AuditEntry] = ()) -> int:

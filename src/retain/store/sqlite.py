@@ -34,13 +34,16 @@ from retain.store.base import (
     CountRecords,
     DeleteNamespace,
     DeleteRecords,
+    Edge,
     FindByHash,
     GetProvenance,
     GetRecords,
     LexicalSearch,
+    ListEdges,
     ListNamespaces,
     ListRecords,
     Op,
+    PutEdges,
     PutProvenance,
     PutRecords,
     ReadAudit,
@@ -50,6 +53,7 @@ from retain.store.base import (
     Store,
     VectorSearch,
 )
+from retain.store.sqlite_edges import EDGES_MIGRATION, list_edges, purge_edges, put_edges
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -126,10 +130,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX provenance_ns ON provenance (namespace, created_at);
     """,
+    EDGES_MIGRATION,  # 3: typed edges between records (retain.graph)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_WRITE_OPS = (PutRecords, DeleteRecords, DeleteNamespace, AppendAudit, PutProvenance)
+_WRITE_OPS = (PutRecords, DeleteRecords, DeleteNamespace, AppendAudit, PutProvenance, PutEdges)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -490,11 +495,13 @@ class SQLiteStore(Store):
                 f"SELECT rowid FROM records WHERE namespace = ? AND id IN ({marks})", (op.namespace, *op.ids)
             ).fetchall()
         ]
+        purge_edges(self._conn, op.namespace, op.ids)  # never dangling
         return self._purge_rowids(op.namespace, rowids)
 
     def _delete_namespace(self, op: DeleteNamespace) -> int:
         rowids = [r[0] for r in self._conn.execute("SELECT rowid FROM records WHERE namespace = ?", (op.namespace,))]
         self._conn.execute("DELETE FROM provenance WHERE namespace = ?", (op.namespace,))  # queries and states
+        purge_edges(self._conn, op.namespace, None)
         return self._purge_rowids(op.namespace, rowids)
 
     def _purge_rowids(self, namespace: str, rowids: list[int]) -> int:
@@ -594,6 +601,12 @@ class SQLiteStore(Store):
             return None
         return {"id": row[0], "namespace": row[1], "created_at": _from_us(row[2]), "body": json.loads(row[3])}
 
+    def _put_edges(self, op: PutEdges) -> None:
+        put_edges(self._conn, op)
+
+    def _list_edges(self, op: ListEdges) -> list[Edge]:
+        return list_edges(self._conn, op)
+
 
 _HANDLERS: dict[type, Any] = {
     PutRecords: SQLiteStore._put,
@@ -611,6 +624,8 @@ _HANDLERS: dict[type, Any] = {
     ReadAudit: SQLiteStore._read_audit,
     PutProvenance: SQLiteStore._put_provenance,
     GetProvenance: SQLiteStore._get_provenance,
+    PutEdges: SQLiteStore._put_edges,
+    ListEdges: SQLiteStore._list_edges,
 }
 
 
