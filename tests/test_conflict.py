@@ -129,3 +129,14 @@ def test_decide_rules() -> None:
     assert switch.target is chosen  # the proposal of the new state is adopted, not contradicted
     assert negated_terms("Not TZ: the test reads the clock twice.") == {"tz"}
     assert "#id" in value_slots("parcel number 137")["137"]
+
+
+def test_a_record_superseding_a_hard_constraint_becomes_one() -> None:
+    mem = Memory(encoder=HashingEncoder(64))
+    old = mem.add("Realistically I can only practise 30 minutes on weekdays.", namespace="g", type="hard_constraint")
+    new = mem.add("Work news: I can do 45 minutes on weekdays now.", namespace="g")
+    rec = mem.get(new, namespace="g")
+    assert rec.supersedes == old
+    assert rec.type is MemoryType.HARD_CONSTRAINT and rec.tier is Tier.CORE
+    typed = mem.add("Update: I can do 50 minutes on weekdays now.", namespace="g", type="fact")
+    assert mem.get(typed, namespace="g").type is MemoryType.FACT  # a caller's type is kept

@@ -41,7 +41,7 @@ def mem() -> Memory:
 
 @pytest.mark.parametrize("budget", [24, 31, 40, 57, 90, 400])
 def test_budget_is_respected_exactly_and_greedily(mem: Memory, budget: int) -> None:
-    ctx = mem.context("harbour tour", namespace=NS, budget_tokens=budget, k=12)
+    ctx = mem.context("harbour tour", namespace=NS, working=0, budget_tokens=budget, k=12)
     lines = ctx.text.split("\n")
     counted = mem.encoder.count_tokens(lines)
     assert [i.tokens for i in ctx.items] == counted  # one rendered line per item, counted as stated
@@ -62,17 +62,18 @@ def test_mandatory_constraints_over_budget_raise_and_store_nothing(mem: Memory) 
     need = sum(mem.encoder.count_tokens([f"[constraint] {c}" for c in CONSTRAINTS]))
     entries = len(mem.store.audit_log())
     with pytest.raises(BudgetInfeasible, match=f"need {need} tokens, budget_tokens is {need - 1}"):
-        mem.context("harbour", namespace=NS, budget_tokens=need - 1)
+        mem.context("harbour", namespace=NS, working=0, budget_tokens=need - 1)
     assert len(mem.store.audit_log()) == entries
-    ctx = mem.context("harbour", namespace=NS, budget_tokens=need)  # exactly enough: constraints only
+    ctx = mem.context("harbour", namespace=NS, working=0, budget_tokens=need)  # exactly enough: constraints only
     assert ctx.used_tokens == need and {x.reason for x in ctx.left_out} == {"budget"}
 
 
 def test_explain_round_trips_through_a_reopened_file_store(tmp_path: Path) -> None:
     db = tmp_path / "ctx.db"
-    with Memory(db, encoder=HashingEncoder(64)) as mem:
+    with Memory(db, encoder=HashingEncoder(64), state_scorer=False) as mem:
         filled(mem)
-        ctx = mem.context("museum tour", namespace=NS, budget_tokens=45, state={"task": "plan day 3", "步": 2}, k=8)
+        state = {"task": "plan day 3", "步": 2}
+        ctx = mem.context("museum tour", namespace=NS, working=0, budget_tokens=45, state=state, k=8)
     with Memory(db, encoder=HashingEncoder(64)) as again:
         prov = again.explain(ctx.provenance_id)
         assert prov == ctx.provenance
@@ -103,7 +104,7 @@ def test_left_out_reasons_superseded_duplicate_below_threshold() -> None:
         twin = mem.add("The meeting room is R99 on floor two.", namespace=NS, role="assistant")  # same words
         assert twin != new
         mem.add("Lunch is at noon in the meeting room.", namespace=NS, type="fact")
-        ctx = mem.context("meeting room floor two", namespace=NS, budget_tokens=200, k=5)
+        ctx = mem.context("meeting room floor two", namespace=NS, working=0, budget_tokens=200, k=5)
         reasons = {x.record_id: (x.reason, x.detail) for x in ctx.left_out}
         assert reasons[old] == ("superseded", f"superseded by {new}")
         first = next(i.record_id for i in ctx.items if i.record_id in (new, twin))
@@ -111,14 +112,14 @@ def test_left_out_reasons_superseded_duplicate_below_threshold() -> None:
         assert reasons[other] == ("duplicate", f"same content as {first}")
         scores = sorted(i.score for i in ctx.items if i.score is not None)
         cut = (scores[0] + scores[-1]) / 2
-        strict = mem.context("meeting room floor two", namespace=NS, budget_tokens=200, k=5, threshold=cut)
+        strict = mem.context("meeting room floor two", namespace=NS, working=0, budget_tokens=200, k=5, threshold=cut)
         below = [x for x in strict.left_out if x.reason == "below_threshold"]
         assert below and all(x.score is not None and x.score < cut for x in below)
         assert all(i.score is not None and i.score >= cut for i in strict.items)
 
 
 def test_constraint_found_by_search_keeps_its_score_and_is_not_listed_twice(mem: Memory) -> None:
-    ctx = mem.context("total budget EUR", namespace=NS, budget_tokens=100, k=5)
+    ctx = mem.context("total budget EUR", namespace=NS, working=0, budget_tokens=100, k=5)
     first = ctx.items[0]
     assert first.why == "hard_constraint" and first.rank is not None and first.score is not None
     assert first.record_id not in {x.record_id for x in ctx.left_out}
@@ -143,17 +144,17 @@ def test_bad_input_is_refused_and_nothing_is_stored(mem: Memory, kwargs: dict[st
     with pytest.raises(InvalidInput, match=match):
         mem.context("harbour", **args)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="query"):
-        mem.context(42, namespace=NS, budget_tokens=50)  # type: ignore[arg-type]
+        mem.context(42, namespace=NS, working=0, budget_tokens=50)  # type: ignore[arg-type]
     assert len(mem.store.audit_log()) == entries
 
 
 def test_empty_query_packs_the_constraints_only(mem: Memory) -> None:
-    ctx = mem.context("  ", namespace=NS, budget_tokens=100)
+    ctx = mem.context("  ", namespace=NS, working=0, budget_tokens=100)
     assert [i.why for i in ctx.items] == ["hard_constraint", "hard_constraint"] and not ctx.left_out
 
 
 def test_delete_all_purges_the_namespace_provenance(mem: Memory) -> None:
-    ctx = mem.context("harbour", namespace=NS, budget_tokens=60)
+    ctx = mem.context("harbour", namespace=NS, working=0, budget_tokens=60)
     mem.delete_all(namespace=NS)
     with pytest.raises(RecordNotFound):
         mem.explain(ctx.provenance_id)
@@ -176,7 +177,7 @@ def test_a_version_1_store_is_migrated_and_keeps_its_records(tmp_path: Path) -> 
     raw.close()
     with Memory(db, encoder=HashingEncoder(64)) as mem:
         assert [r.id for r in mem.records(namespace=NS)][2:] == ids
-        ctx = mem.context("train", namespace=NS, budget_tokens=80)
+        ctx = mem.context("train", namespace=NS, working=0, budget_tokens=80)
         assert mem.explain(ctx.provenance_id) == ctx.provenance
     store = SQLiteStore(db)
     store.setup()
@@ -197,3 +198,20 @@ def test_readme_context_example_runs() -> None:
         ctx = scope["ctx"]
         assert ctx.text.startswith("[constraint] The total budget")  # type: ignore[attr-defined]
         assert mem.check_canaries().ok and mem.explain(ctx.provenance_id) == ctx.provenance  # type: ignore[attr-defined]
+
+
+def test_working_tier_holds_the_newest_and_the_current_phase() -> None:
+    mem = Memory(encoder=HashingEncoder(64), state_scorer=False)
+    words = ["apple", "brick", "cedar", "dune", "ember", "fjord", "grove", "heron"]
+    words += ["iris", "jade", "kelp", "lotus", "moss", "nectar", "opal"]
+    ids = []
+    for i, w in enumerate(words):
+        phase = "a" if i < 10 else "b" if i < 13 else "c"
+        ids.append(mem.add(f"The {w} note is filed here.", namespace="w", state={"phase": phase}))
+    ctx = mem.context("ok, continue", namespace="w", budget_tokens=500, state={"phase": "b"}, working=2)
+    working = [i.record_id for i in ctx.items if i.why == "working"]
+    assert working == [ids[14], ids[13], ids[12], ids[11]]  # two newest, then phase b's two newest
+    small = mem.context("ok, continue", namespace="w", budget_tokens=500, working=0)
+    assert not [i for i in small.items if i.why == "working"]
+    with pytest.raises(InvalidInput, match="working"):
+        mem.context("ok", namespace="w", budget_tokens=500, working=-1)

@@ -69,7 +69,7 @@ def by_name(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
 
 
 def budgeted() -> Memory:
-    return Memory(encoder=HashingEncoder(64), budget=Budget(2, policy="fifo"))
+    return Memory(encoder=HashingEncoder(64), budget=Budget(2, policy="fifo"), state_scorer=False)
 
 
 def test_spans_carry_namespace_counts_and_policy(spans: InMemorySpanExporter) -> None:

@@ -4,8 +4,13 @@
 
 1. the namespace's current hard constraints (type ``hard_constraint``, hot, not superseded) in the
    order they were stored: mandatory, all of them, or :class:`~retain.errors.BudgetInfeasible`;
-2. then search hits (:meth:`Memory.search`, ``k`` current candidates) best first, greedily: a hit
-   that does not fit in what is left is skipped (``budget``) and the next one is tried.
+2. the working tier: the ``working`` newest current records of the namespace, plus (with a state)
+   up to ``working`` records written in the state's current phase, newest first (``why="working"``);
+3. then search hits (:meth:`Memory.search` with the state, so state-adaptive; ``k`` current
+   candidates) best first, the long-term tier.
+
+Steps 2 and 3 are greedy: an item that does not fit in what is left is skipped (``budget``) and the
+next one is tried.
 
 Each item is one rendered line (:func:`render_line`); the budget counts the tokens of the rendered
 lines, counted by the encoder's tokenizer (:meth:`Encoder.count_tokens <retain.basis.Encoder>`:
@@ -35,6 +40,9 @@ from retain.canary import is_canary
 from retain.errors import BudgetInfeasible, InvalidInput, RecordNotFound
 from retain.observe import annotate, observed
 from retain.record import MemoryRecord, MemoryType, new_id, utcnow, validate_namespace
+from retain.redaction import redact_record
+from retain.sam import PHASE_KEY
+from retain.state import AgentState
 from retain.store.base import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance, RecordFilter, Store
 
 if TYPE_CHECKING:
@@ -213,6 +221,7 @@ def pack(
     k: int = 20,
     threshold: float | None = None,
     actor: str = "agent",
+    working: int = 5,
 ) -> Context:
     """Pack the prompt context for ``query``; see the module docstring. Use ``Memory.context``.
 
@@ -225,6 +234,8 @@ def pack(
     validate_namespace(namespace)
     if not isinstance(query, str):
         raise InvalidInput(f"query: must be a string, got {type(query).__name__}")
+    if isinstance(working, bool) or not isinstance(working, int) or working < 0:
+        raise InvalidInput(f"working: must be an int >= 0, got {working!r}")
     for name, value in (("budget_tokens", budget_tokens), ("k", k)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidInput(f"{name}: must be an int >= 1, got {value!r}")
@@ -241,7 +252,19 @@ def pack(
         )
         if not is_canary(r)
     ]
-    hits = memory.search(query, namespace=namespace, k=2 * k, include_superseded=True) if query.strip() else []
+    phase = AgentState.from_dict(state).phase if state else None
+    recent = memory.store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=working, order="recent")
+    in_phase = []
+    if phase and working:
+        newest = memory.store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=200, order="recent")
+        in_phase = [r for r in newest if r.metadata.get(PHASE_KEY) == phase][:working]
+    working_set = [r for r in {r.id: r for r in [*recent, *in_phase]}.values() if not is_canary(r)]
+    working_set = [redact_record(r).record for r in working_set]  # as search hits are: redacted
+    hits = (
+        memory.search(query, namespace=namespace, k=2 * k, include_superseded=True, state=state or None)
+        if query.strip()
+        else []
+    )
     candidates = []
     current = 0
     for hit in hits:
@@ -250,7 +273,7 @@ def pack(
         candidates.append(hit)
         current += hit.record.superseded_by is None
     annotate(n_candidates=len(candidates))
-    records = [*mandatory, *(h.record for h in candidates)]
+    records = [*mandatory, *working_set, *(h.record for h in candidates)]
     counts = memory.encoder.count_tokens([render_line(r) for r in records]) if records else []
     tokens = dict(zip((r.id for r in records), counts, strict=True))
 
@@ -279,6 +302,18 @@ def pack(
     used = need
     left: list[LeftOut] = []
     packed = {r.id for r in mandatory}
+    for rec in working_set:
+        if rec.id in packed:
+            continue
+        if used + tokens[rec.id] > budget_tokens:
+            left.append(LeftOut(rec.id, "budget", None, None, tokens[rec.id], "working tier: did not fit"))
+            continue
+        used += tokens[rec.id]
+        packed.add(rec.id)
+        held[rec.content_hash] = rec.id
+        lines.append(render_line(rec))
+        items.append(ContextItem(record_id=rec.id, why="working", tokens=tokens[rec.id], score=None, scores={},
+                                 rank=None, source=rec.source, type=rec.type.value))
     for hit in candidates:
         rec = hit.record
         if rec.id in packed:

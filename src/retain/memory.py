@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -375,6 +375,7 @@ class Memory:
         fresh: list[MemoryRecord] = []
         seen: dict[str, str] = {}
         explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
+        typed = {r.id for parts, item in zip(drafts, parsed, strict=True) if item.type is not None for r in parts}
         restored: list[MemoryRecord] = []
         for parts in drafts:
             head = parts[0]
@@ -414,7 +415,7 @@ class Memory:
         retired: list[MemoryRecord] = []
         superseding: list[AuditEntry] = []
         if fresh and self.config.supersede:
-            fresh, retired, superseding = self._supersede(namespace, fresh, actor)
+            fresh, retired, superseding = self._supersede(namespace, fresh, actor, typed=typed)
         derived = {rid: d for rid, d in zip(ids, used, strict=True) if d}
         edges = edges_on_add(self.store, namespace, fresh, derived=derived, config=self.config.graph)
         if fresh or restored or merges:
@@ -469,10 +470,13 @@ class Memory:
         return ids
 
     def _supersede(
-        self, namespace: str, fresh: list[MemoryRecord], actor: str
+        self, namespace: str, fresh: list[MemoryRecord], actor: str, *, typed: Collection[str] = ()
     ) -> tuple[list[MemoryRecord], list[MemoryRecord], list[AuditEntry]]:
         """Link each update among ``fresh`` to the record it supersedes. Returns (fresh with links
-        set, stored records now superseded, "supersede" audit entries)."""
+        set, stored records now superseded, "supersede" audit entries).
+
+        A record that supersedes a hard constraint is itself a hard constraint (the corrected
+        limit), unless its caller gave a type (``typed`` ids): it takes the type and the core tier."""
         from retain.conflict import find_updates
 
         found = find_updates(self.store, namespace, fresh, judge=self.config.conflict_judge)
@@ -480,12 +484,18 @@ class Memory:
         back = {old: new for new, old in links.items()}
         fresh_ids = {r.id for r in fresh}
         retire = [d.target for _, d in found if d.target is not None and d.target.id not in fresh_ids]
+        old_types = {d.target.id: d.target.type for _, d in found if d.target is not None}
 
         def relink(r: MemoryRecord) -> MemoryRecord:
             if r.id in back:  # superseded: history now, no longer mandatory unless pinned
                 tier = Tier.DYNAMIC if r.tier is Tier.CORE and not r.pinned else r.tier
                 r = r.evolve(superseded_by=back[r.id], tier=tier)
-            return r.evolve(supersedes=links[r.id]) if r.id in links else r
+            if r.id not in links:
+                return r
+            r = r.evolve(supersedes=links[r.id])
+            if old_types.get(links[r.id]) is MemoryType.HARD_CONSTRAINT and r.id not in typed:
+                r = r.evolve(type=MemoryType.HARD_CONSTRAINT, tier=Tier.CORE)
+            return r
 
         audit = [
             AuditEntry(
@@ -1319,13 +1329,15 @@ class Memory:
         k: int = 20,
         threshold: float | None = None,
         actor: str = "agent",
+        working: int = 5,
     ) -> Context:
         """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens
-        of the rendered lines): the namespace's current hard constraints first (mandatory), then
-        search hits best first. Returns a :class:`~retain.context.Context` (``text``,
-        ``provenance_id``, included items with scores and sources, left-out candidates with the
-        reason); the provenance is stored and audited as "retrieve". ``state`` is stored as given
-        (a JSON object). See :mod:`retain.context`.
+        of the rendered lines): the namespace's current hard constraints first (mandatory), then the
+        working tier (the ``working`` newest records and, with a state, the current phase's newest
+        records), then state-adaptive search hits best first (the long-term tier). Returns a
+        :class:`~retain.context.Context` (``text``, ``provenance_id``, included items with scores and
+        sources, left-out candidates with the reason); the provenance is stored and audited as
+        "retrieve". ``state`` (an agent state mapping) is stored as given. See :mod:`retain.context`.
 
         Raises:
             InvalidInput: bad arguments (named in the message).
@@ -1342,6 +1354,7 @@ class Memory:
             k=k,
             threshold=threshold,
             actor=actor,
+            working=working,
         )
 
     def explain(self, provenance_id: str, *, namespace: str | None = None) -> Provenance:

@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput
+from retain.lexical import STOPWORDS, index_terms
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.state import EncodedState
 
@@ -71,6 +72,14 @@ STATE_FEATURES: tuple[str, ...] = (
     "role_user",
     "role_tool",
     "role_agent",
+    "goal_overlap",
+    "result_overlap",
+    "constraint_overlap",
+    "hard_x_goal",
+    "hard_x_goal_overlap",
+    "pref_x_goal",
+    "pref_x_goal_overlap",
+    "observation_x_result",
 )
 TYPES: tuple[MemoryType, ...] = tuple(MemoryType)
 DEFAULT_HALF_LIFE_S = 3 * 24 * 3600.0
@@ -91,6 +100,7 @@ class Candidates:
         times: (n,) float64 event time (POSIX seconds, UTC) or NaN when unknown.
         phases: phase each record was written in (None when unknown).
         roles: each record's role (who produced it).
+        terms: each record's content terms (:func:`retain.lexical.index_terms` minus stop words).
         core, importance, access: (n,) float64.
         newest_position, newest_time: of the whole namespace (not only the candidates).
     """
@@ -101,6 +111,7 @@ class Candidates:
     times: FloatArray
     phases: tuple[str | None, ...]
     roles: tuple[str, ...]
+    terms: tuple[frozenset[str], ...]
     core: FloatArray
     importance: FloatArray
     access: FloatArray
@@ -133,6 +144,7 @@ def candidates_from_records(
         times=times,
         phases=tuple(_phase_of(r) for r in records),
         roles=tuple(r.role for r in records),
+        terms=tuple(content_terms(r.content) for r in records),
         core=np.array([1.0 if r.tier is Tier.CORE else 0.0 for r in records]),
         importance=np.array([r.importance for r in records], dtype=np.float64),
         access=np.array([math.log1p(r.access_count) for r in records], dtype=np.float64),
@@ -143,6 +155,18 @@ def candidates_from_records(
     )
 
 
+def content_terms(text: str) -> frozenset[str]:
+    """Lower-cased index terms of ``text`` without stop words (CJK as bigrams and characters)."""
+    return frozenset(t for t in index_terms(text) if t not in STOPWORDS and len(t) > 1)
+
+
+def _overlap(terms: Sequence[frozenset[str]], wanted: frozenset[str]) -> FloatArray:
+    """Share of ``wanted`` terms each candidate contains (0 when nothing is wanted)."""
+    if not wanted:
+        return np.zeros(len(terms))
+    return np.array([len(t & wanted) / len(wanted) for t in terms], dtype=np.float64)
+
+
 def _phase_of(record: MemoryRecord) -> str | None:
     value = record.metadata.get(PHASE_KEY)
     return value if isinstance(value, str) and value else None
@@ -151,7 +175,8 @@ def _phase_of(record: MemoryRecord) -> str | None:
 def state_features(
     state: EncodedState, phase: str | None, cands: Candidates, *, half_life_s: float = DEFAULT_HALF_LIFE_S
 ) -> FloatArray:
-    """(n, len(STATE_FEATURES)) float64 features of each candidate under ``state``."""
+    """(n, len(STATE_FEATURES)) float64 features of each candidate under ``state`` (the lexical overlap
+    features read the state's texts from ``state.texts``)."""
     E = cands.vectors.astype(np.float64)
     n = E.shape[0]
     out = np.zeros((n, len(STATE_FEATURES)))
@@ -194,6 +219,20 @@ def state_features(
     out[:, col["role_user"]] = [r == "user" for r in roles]
     out[:, col["role_tool"]] = [r in _TOOL_ROLES for r in roles]
     out[:, col["role_agent"]] = [r.startswith(("agent", "assistant")) for r in roles]
+    goal = _overlap(cands.terms, content_terms(" ".join(state.texts.get("goal", ()))))
+    out[:, col["goal_overlap"]] = goal
+    out[:, col["result_overlap"]] = _overlap(cands.terms, content_terms(" ".join(state.texts.get("result", ()))))
+    wanted = [content_terms(c) for c in state.texts.get("constraints", ())]
+    if wanted:
+        out[:, col["constraint_overlap"]] = np.max([_overlap(cands.terms, w) for w in wanted], axis=0)
+    hard = (cands.types == TYPES.index(MemoryType.HARD_CONSTRAINT)).astype(np.float64)
+    pref = (cands.types == TYPES.index(MemoryType.SOFT_PREFERENCE)).astype(np.float64)
+    obs = (cands.types == TYPES.index(MemoryType.OBSERVATION)).astype(np.float64)
+    out[:, col["hard_x_goal"]] = hard * out[:, col["goal_cos"]]
+    out[:, col["hard_x_goal_overlap"]] = hard * goal
+    out[:, col["pref_x_goal"]] = pref * out[:, col["goal_cos"]]
+    out[:, col["pref_x_goal_overlap"]] = pref * goal
+    out[:, col["observation_x_result"]] = obs * out[:, col["result_cos"]]
     return out
 
 

@@ -267,6 +267,7 @@ class EncodedState:
         constraints: (c, dim) one row per encoded constraint (c <= 64). open: (o, dim) open questions.
         whole: the mean of the present parts, renormalised (the state's single vector).
         omitted: constraints not embedded (beyond the 64 newest).
+        texts: the rendered texts of each part ("phase", "goal", "result", "constraints", "open").
     """
 
     phase: npt.NDArray[np.float32]
@@ -276,6 +277,7 @@ class EncodedState:
     open: npt.NDArray[np.float32]
     whole: npt.NDArray[np.float32]
     omitted: int = 0
+    texts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class StateEncoder:
@@ -345,4 +347,5 @@ class StateEncoder:
             open=matrix[slots["open"]],
             whole=whole,
             omitted=omitted,
+            texts={name: tuple(texts[sl]) for name, sl in slots.items()},
         )

@@ -132,11 +132,20 @@ def rank_metrics(probes: Sequence[ProbeExample], scorer: StateScorer | None) -> 
     return _pooled([_rank_row(p, scorer) for p in probes if p.needed])
 
 
-def cross_validate(probes: Sequence[ProbeExample], **train_kwargs: Any) -> dict[str, Any]:
-    """Leave-one-scenario-out: each scenario's probes are scored by a model fitted on the other
-    scenarios' probes only; figures pooled over all held-out probes as :func:`rank_metrics`."""
+def cross_validate(probes: Sequence[ProbeExample], *, folds: int = 5, **train_kwargs: Any) -> dict[str, Any]:
+    """Grouped k-fold cross-validation: scenarios are dealt round-robin (sorted by id) into ``folds``
+    folds; each fold's probes are scored by a model fitted on the other folds' scenarios only. Figures
+    pooled over all held-out probes as :func:`rank_metrics`.
+
+    Raises:
+        InvalidInput: fewer than 2 scenarios, or ``folds`` < 2.
+    """
+    groups = sorted({p.example.group for p in probes})
+    if len(groups) < 2 or folds < 2:
+        raise InvalidInput(f"cross_validate: needs >= 2 scenarios and folds >= 2 ({len(groups)}, {folds})")
+    fold_of = {g: i % min(folds, len(groups)) for i, g in enumerate(groups)}
     rows = []
-    for group in sorted({p.example.group for p in probes}):
-        model = train_state_scorer([p.example for p in probes if p.example.group != group], **train_kwargs)
-        rows += [_rank_row(p, model) for p in probes if p.example.group == group and p.needed]
+    for fold in sorted(set(fold_of.values())):
+        model = train_state_scorer([p.example for p in probes if fold_of[p.example.group] != fold], **train_kwargs)
+        rows += [_rank_row(p, model) for p in probes if fold_of[p.example.group] == fold and p.needed]
     return _pooled(rows)
