@@ -248,7 +248,8 @@ def test_search_with_state_surfaces_what_the_phase_needs() -> None:
     stated = mem.search("ok, continue", namespace=ns, k=3,
                         state={"phase": "book_hotel", "subgoals": ["hotel with a pool near the old town"]})
     assert stated[0].record.id == hotel  # the state's subgoal decides, not the terse query
-    assert plain[0].record.id != hotel
+    assert stated[0].scores["state"] > max(h.scores["state"] for h in stated[1:])
+    assert [h.record.id for h in plain] != [h.record.id for h in stated]
     assert {"content", "state", "alpha", "phase_known"} <= set(stated[0].scores)
     assert mem.get(hotel, namespace=ns).metadata["phase"] == "clarify"
     # an empty state is content search

@@ -92,7 +92,7 @@ CORRECTION_CUES: tuple[str, ...] = (
     r"\b(?:approved|allowed|authori[sz]ed) (?:up )?to\b",
     r"\bi can do [\w ]+ now\b",
     r"\b(?:raised|lowered|increased|decreased|bumped|narrow(?:ed)?|widen(?:ed)?|extended|reduced)\b[^.]{0,40}\bto\b",
-    r"\b(?:goes|went) (?:up |down )?to\b",
+    r"\b(?:goes|went) (?:up |down )?to\s+(?=[\d$€£¥])",
     r"\bnew (?:ceiling|limit|budget|cap|deadline|date|address|number|endpoint|plan|window|target)\b",
     r"\bno longer\b",
     r"\bcleared (?:me|us|him|her) for\b",
