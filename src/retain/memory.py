@@ -51,6 +51,7 @@ from retain.retrieve import (
     rrf,
 )
 from retain.sam import PHASE_KEY, Candidates, StateScorer, candidates_from_records
+from retain.segments import drop_index_summaries, is_index_summary
 from retain.state import AgentState, StateEncoder
 from retain.store.base import (
     ALL_RECORDS,
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from retain.conflict import ConflictJudge
     from retain.context import Context, Provenance
     from retain.handoff import Handoff, HandoffFormat
+    from retain.segments import SegmentIndex, Summariser
     from retain.utility import UtilityModel
 
 __all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
@@ -207,6 +209,7 @@ class Memory:
         self._state_scorer: StateScorer | bool | None = state_scorer
         self._state_encoder: StateEncoder | None = None
         self._hot: dict[str, HotSet] = {}
+        self._segment_index: dict[str, SegmentIndex] = {}
         try:
             self.store.setup()
             self._check_encoder()
@@ -975,6 +978,7 @@ class Memory:
         mmr_lambda: float | None = None,
         state: AgentState | Mapping[str, Any] | None = None,
         allow_raw: bool = False,
+        window: int = 0,
     ) -> list[Hit]:
         """Hybrid search of one namespace; returns up to ``k`` hits, best first.
 
@@ -999,6 +1003,9 @@ class Memory:
                 content and metadata become typed placeholders (``"[EMAIL]"``), and
                 ``metadata["redacted"]`` lists the kinds withheld. Ranking always uses the stored
                 text; redaction changes only what is returned, never what is stored.
+            window: give each hit its neighbouring turns (same segment, ``seq`` within ``window``,
+                any tier) as one context unit in ``Hit.window``, stream order
+                (:func:`retain.segments.attach_windows`); 0 (default) = none.
 
         Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant. Canary
         records (:mod:`retain.canary`) are never returned.
@@ -1016,6 +1023,8 @@ class Memory:
             raise InvalidInput(f"threshold: must be a number, got {threshold!r}")
         cfg = self._config(config, threshold, mmr_lambda)
         _check_allow_raw(allow_raw)
+        if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= 50:
+            raise InvalidInput(f"window: must be an int in [0, 50], got {window!r}")
         if not query.strip():
             return []
         if isinstance(types, str):
@@ -1071,6 +1080,10 @@ class Memory:
             breakdown.update({name: float(values[i]) for name, values in sam_parts.items()})
             record = pool.records[i] if allow_raw else redact_record(pool.records[i]).record
             hits.append(Hit(record=record, score=float(scores[i]), rank=rank, scores=breakdown))
+        if window:
+            from retain.segments import attach_windows
+
+            hits = attach_windows(self.store, namespace, hits, window, allow_raw=allow_raw)
         return hits
 
     def _config(self, config: SearchConfig | str, threshold: float | None, mmr_lambda: float | None) -> SearchConfig:
@@ -1147,6 +1160,8 @@ class Memory:
         records = self.store.get(namespace, ids)
         if any(is_canary(r) for r in records):  # canaries never surface in results (retain.canary)
             records, lexical, dense_hits = drop_canaries(records, lexical, dense_hits)
+        if any(is_index_summary(r) for r in records):  # summaries of uncompressed segments (retain.segments)
+            records, lexical, dense_hits = drop_index_summaries(records, lexical, dense_hits)
         via_neighbor = [False] * len(records)
         if cfg.neighbors and records:
             wanted = {(r.segment, r.seq + d) for r in records if r.seq is not None for d in (-1, 1) if r.seq + d >= 0}
@@ -1160,6 +1175,7 @@ class Memory:
                 ]
                 records.extend(neighbours)
                 via_neighbor.extend([True] * len(neighbours))
+        segment_sim = self._segments(namespace).similarity(qvec, [r.segment for r in records])
         return _Pool.build(
             records=records,
             via_neighbor=via_neighbor,
@@ -1170,7 +1186,45 @@ class Memory:
             query=query,
             depth=cfg.candidates,
             rrf_k=cfg.rrf_k,
+            segment_sim=segment_sim,
         )
+
+    def _segments(self, namespace: str) -> SegmentIndex:
+        """The namespace's segment centroids (:class:`~retain.segments.SegmentIndex`), rebuilt
+        when its record count changed."""
+        from retain.segments import SegmentIndex
+
+        index = self._segment_index.get(namespace)
+        if index is None or index.count != self.store.count(namespace, ALL_RECORDS):
+            index = self._segment_index[namespace] = SegmentIndex.build(self.store, namespace)
+        return index
+
+    def summarize(
+        self, namespace: str, segment: str, *, summariser: Summariser | None = None, actor: str = "system"
+    ) -> MemoryRecord:
+        """Store an extractive summary of ``segment`` (an index entry: archive tier, hidden from plain
+        search until the segment is compressed) and return it. See :func:`retain.segments.summarize`.
+
+        Raises:
+            InvalidInput: bad namespace or segment, or the segment holds no records.
+        """
+        from retain.segments import summarize
+
+        return summarize(self, namespace, segment, summariser=summariser, actor=actor)
+
+    def compress_segment(
+        self, namespace: str, segment: str, *, actor: str = "system", summariser: Summariser | None = None
+    ) -> MemoryRecord:
+        """Replace ``segment``'s hot turns by its summary record (the turns move to the archive,
+        linked to it and audited), so a budget counts the segment as one record. Returns the
+        summary. See :func:`retain.segments.compress`.
+
+        Raises:
+            InvalidInput: bad namespace or segment, or no hot turn of the segment may move.
+        """
+        from retain.segments import compress
+
+        return compress(self, namespace, segment, actor=actor, summariser=summariser)
 
     def _fuse(self, pool: _Pool, cfg: SearchConfig) -> npt.NDArray[np.float64]:
         if cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and pool.query_vector is not None:
@@ -1370,6 +1424,7 @@ class _Pool:
     query_vector: npt.NDArray[np.float32] | None
     terms: list[str]
     query: str
+    segment_sim: npt.NDArray[np.float64] | None = None
 
     @classmethod
     def build(
@@ -1384,6 +1439,7 @@ class _Pool:
         query: str,
         depth: int,
         rrf_k: int,
+        segment_sim: npt.NDArray[np.float64] | None = None,
     ) -> _Pool:
         n = len(records)
         lex_score = {h.id: h.score for h in lexical}
@@ -1408,6 +1464,7 @@ class _Pool:
             query_vector=query_vector,
             terms=terms,
             query=query,
+            segment_sim=segment_sim,
         )
 
     def features(self) -> npt.NDArray[np.float64]:
@@ -1441,4 +1498,5 @@ class _Pool:
             length_terms=np.array(length, dtype=np.float64),
             is_question=np.array([r.content.rstrip().endswith(("?", "？")) for r in records]),
             n_query_terms=len(term_set),
+            segment_summary_sim=self.segment_sim,
         )

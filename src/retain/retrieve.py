@@ -116,16 +116,23 @@ class Hit:
         scores: breakdown: ``bm25`` (raw BM25, 0 when not matched), ``dense`` (cosine),
             ``rrf`` (reciprocal rank fusion), ``fused`` (the final score), and ``neighbor`` when the
             hit entered the pool as a neighbour of another candidate.
+        window: the hit's context unit when the search asked for one (``window=w``): the records of
+            its segment with ``seq`` within w of its own, in stream order, the hit included; () otherwise
+            (:func:`retain.segments.attach_windows`).
     """
 
     record: MemoryRecord
     score: float
     rank: int
     scores: Mapping[str, float] = field(default_factory=dict)
+    window: tuple[MemoryRecord, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (record without embedding)."""
-        return {"rank": self.rank, "score": self.score, "scores": dict(self.scores), "record": self.record.to_dict()}
+        """JSON-ready dict (record without embedding; ``window`` only when the hit has one)."""
+        out = {"rank": self.rank, "score": self.score, "scores": dict(self.scores), "record": self.record.to_dict()}
+        if self.window:
+            out["window"] = [r.to_dict() for r in self.window]
+        return out
 
 
 def rrf(rankings: Sequence[Sequence[str]], *, k: int = 60, weights: Sequence[float] | None = None) -> dict[str, float]:
@@ -197,6 +204,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "length_relevance",
     "is_question",
     "query_terms",
+    "segment_summary_sim",
 )
 
 
@@ -215,6 +223,7 @@ def fusion_features(
     length_terms: FloatArray,
     is_question: npt.NDArray[np.bool_],
     n_query_terms: int,
+    segment_summary_sim: FloatArray | None = None,
 ) -> FloatArray:
     """Per-candidate features for the learned fusion, (n, len(FEATURE_NAMES)) float64.
 
@@ -232,6 +241,9 @@ def fusion_features(
             the product keeps that prior from lifting long records that do not match the query.
         is_question: the candidate ends with a question mark.
         n_query_terms: number of distinct query terms.
+        segment_summary_sim: cosine of the query to the centroid of the candidate's segment
+            (:class:`retain.segments.SegmentIndex`; hierarchical retrieval: how relevant the whole
+            session is); 0 when unknown. None = all 0.
     """
     n = len(dense)
     if n == 0:
@@ -268,6 +280,7 @@ def fusion_features(
             np.log1p(length_terms) * np.maximum(bm25_norm, np.maximum(dense, 0.0)),
             is_question.astype(np.float64),
             np.full(n, float(n_query_terms)),
+            np.zeros(n) if segment_summary_sim is None else np.asarray(segment_summary_sim, dtype=np.float64),
         ],
         axis=1,
     )
