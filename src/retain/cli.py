@@ -369,10 +369,11 @@ def eval_beam(
     )
     _print_budget_table(result["runs"], "BEAM (all scored categories)")
     cats = Table(title="BEAM full memory by category")
-    for col in ("category", "questions", "recall@5", "recall@10", "hit@10", "mrr"):
+    beam_metrics = ("recall@5", "recall@10", "hit@10", "mrr", "kendall_tau", "tau_retrieved")
+    for col in ("category", "questions", *beam_metrics):
         cats.add_column(col, no_wrap=True)
     for cat, v in result["runs"][0]["by_category"].items():
-        cats.add_row(cat, str(v["questions"]), *(_cell(v.get(m)) for m in ("recall@5", "recall@10", "hit@10", "mrr")))
+        cats.add_row(cat, str(v["questions"]), *(_cell(v.get(m)) for m in beam_metrics))
     console.print(cats)
     console.print(f"report: {write_beam_report(result, report)}")
     if json_out is not None:
