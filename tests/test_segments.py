@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -293,3 +294,31 @@ def test_undated_and_out_of_order_sessions_are_stored_and_summarised(
         mem.add("x", namespace=NS, event_time="8 May, 2023")
     assert len([r for r in mem.records(namespace=NS) if r.seq is not None]) == 8  # nothing lost
     mem.close()
+
+
+# --- CLI ------------------------------------------------------------------------------------------
+
+
+def test_cli_summarize_compress_and_search_window(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from retain.cli import app
+
+    db = tmp_path / "cli.db"
+    monkeypatch.setenv("RETAIN_DB", str(db))
+    with Memory(db, encoder=HashingEncoder(64), state_scorer=False) as mem:
+        mem.add_many(_turns("s1", GARDEN, 0, None), namespace=NS)
+    runner = CliRunner()
+    summarized = runner.invoke(app, ["summarize", "s1", "-n", NS, "--sentences", "1"])
+    assert summarized.exit_code == 0, summarized.output
+    assert "tomatoes" in summarized.output
+    windowed = runner.invoke(app, ["search", "phone", "-n", NS, "-k", "1", "--window", "1", "--json"])
+    assert windowed.exit_code == 0, windowed.output
+    (hit,) = json.loads(windowed.output)
+    assert [r["content"] for r in hit["window"]] == GARDEN[2:4]
+    compressed = runner.invoke(app, ["compress", "s1", "-n", NS])
+    assert compressed.exit_code == 0 and "4 turns archived" in compressed.output
+    again = runner.invoke(app, ["compress", "s1", "-n", NS])
+    assert again.exit_code == 2 and "no hot turn" in again.output
+    missing = runner.invoke(app, ["summarize", "nope", "-n", NS])
+    assert missing.exit_code == 2 and "no records" in missing.output

@@ -16,6 +16,7 @@ from retain.cli_audit import register as register_audit
 from retain.cli_observe import register as register_observe
 from retain.cli_observe import setup_logging
 from retain.cli_scenarios import register as register_scenarios
+from retain.cli_segments import register as register_segments
 from retain.cli_utility import register as register_utility
 from retain.config import Settings
 from retain.errors import RetainError
@@ -131,6 +132,7 @@ def search(
     archive: Annotated[bool, typer.Option(help="Also search the archive tier.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
     raw: RawOption = False,
+    window: Annotated[int, typer.Option(help="Also show each hit's neighbouring turns (seq +- window).")] = 0,
     db: DbOption = None,
 ) -> None:
     """Search one namespace; prints hits with their score breakdown (higher = more relevant).
@@ -139,7 +141,9 @@ def search(
     try:
         with _open(db) as mem:
             tiers = ["core", "dynamic", "archive"] if archive else None
-            hits = mem.search(query, namespace=namespace, k=k, config=preset, tiers=tiers, allow_raw=raw)
+            hits = mem.search(
+                query, namespace=namespace, k=k, config=preset, tiers=tiers, allow_raw=raw, window=window
+            )
     except RetainError as exc:
         _fail(exc)
         return
@@ -154,7 +158,7 @@ def search(
             f"{h.scores['bm25']:.2f}",
             f"{h.scores['dense']:.3f}",
             h.record.type.value,
-            h.record.content[:80],
+            "\n".join(r.content[:80] for r in h.window) if h.window else h.record.content[:80],
             h.record.id,
         )
     console.print(table)
@@ -414,6 +418,9 @@ def _cell(value: object) -> str:
     if value is None:
         return "–"
     return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+register_segments(app)
 
 
 def main() -> None:  # pragma: no cover - console entry
