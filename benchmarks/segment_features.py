@@ -9,8 +9,11 @@ Prints recall@10 per category and the headline (categories 1-4) for both feature
 from __future__ import annotations
 
 import argparse
+import pickle
 import time
 from pathlib import Path
+
+import numpy as np
 
 from retain.basis import MiniLMEncoder
 from retain.eval.datasets import load_locomo, resolve_locomo
@@ -22,23 +25,46 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", default=None)
     parser.add_argument("--out", default=None, help="also write the fusion fitted on every conversation here")
+    parser.add_argument("--pools", default=None, help="cache the candidate pools in this pickle (read when it exists)")
     args = parser.parse_args()
     path = resolve_locomo(args.data)
     conversations = load_locomo(path)
     encoder = MiniLMEncoder()
     started = time.perf_counter()
-    pools = collect_pools(conversations, lambda: encoder, search=False, progress=False)
-    print(f"pools built in {time.perf_counter() - started:.0f} s ({len(pools)} questions)")
+    if args.pools and Path(args.pools).is_file():
+        pools = pickle.loads(Path(args.pools).read_bytes())
+    else:
+        pools = collect_pools(conversations, lambda: encoder, search=False, progress=False)
+        if args.pools:
+            Path(args.pools).write_bytes(pickle.dumps(pools))
+    print(f"pools ready in {time.perf_counter() - started:.0f} s ({len(pools)} questions)")
     without = [i for i, n in enumerate(FEATURE_NAMES) if n != "segment_summary_sim"]
 
-    def restricted(cols: list[int]) -> list[QuestionPool]:
-        return [QuestionPool(**{**p.__dict__, "features": p.features[:, cols]}) for p in pools]
+    seg = FEATURE_NAMES.index("segment_summary_sim")
 
-    for label, cols in (
-        ("without segment_summary_sim", without),
-        ("with segment_summary_sim", list(range(len(FEATURE_NAMES)))),
+    def variant(p: QuestionPool, kind: str) -> np.ndarray:
+        base = p.features[:, without]
+        sim = p.features[:, seg]
+        if kind == "none":
+            return base
+        if kind == "sim":
+            return p.features
+        gap = sim - (sim.max() if sim.size else 0.0)
+        if kind == "sim+gap":
+            return np.column_stack([p.features, gap])
+        ranks = {v: r for r, v in enumerate(sorted(set(sim.tolist()), reverse=True))}
+        rr = np.array([1.0 / (1.0 + ranks[v]) for v in sim.tolist()])
+        return np.column_stack([p.features, gap, rr])
+
+    for label, kind in (
+        ("without segment_summary_sim", "none"),
+        ("with segment_summary_sim", "sim"),
+        ("with sim + gap to the best segment", "sim+gap"),
+        ("with sim + gap + segment rank", "sim+gap+rr"),
     ):
-        report = score_run(pools, loco_rankings(restricted(cols)))
+        report = score_run(
+            pools, loco_rankings([QuestionPool(**{**p.__dict__, "features": variant(p, kind)}) for p in pools])
+        )
         cats = report["by_category"]
         print(
             f"{label}: headline r@10 {report['recall@10']:.3f} r@5 {report['recall@5']:.3f} mrr {report['mrr']:.3f} | "

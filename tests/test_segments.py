@@ -322,3 +322,18 @@ def test_cli_summarize_compress_and_search_window(tmp_path: Path, monkeypatch: p
     assert again.exit_code == 2 and "no hot turn" in again.output
     missing = runner.invoke(app, ["summarize", "nope", "-n", NS])
     assert missing.exit_code == 2 and "no records" in missing.output
+
+
+def test_segment_summary_sim_is_a_fusion_feature(mem: Memory, encoder: HashingEncoder) -> None:
+    from retain.retrieve import FEATURE_NAMES, PRESETS
+    from retain.store.base import RecordFilter
+
+    pool = mem._candidates("Lisbon flight", NS, RecordFilter(), PRESETS["default"])
+    column = pool.features()[:, FEATURE_NAMES.index("segment_summary_sim")]
+    expected = SegmentIndex.build(mem.store, NS).similarity(
+        encoder.encode(["Lisbon flight"])[0], [r.segment for r in pool.records]
+    )
+    assert np.allclose(column, expected)
+    by_segment = {r.segment: v for r, v in zip(pool.records, column, strict=True)}
+    assert by_segment["s2"] > by_segment["s1"]
+    assert len(mem.fusion.weights) == len(FEATURE_NAMES)  # the shipped model knows the feature
