@@ -1,10 +1,9 @@
-"""Search latency cost of sequential memory: the ``segment_summary_sim`` feature (segment centroids)
-and context windows, paired on one synthetic store (HashingEncoder, so only retain's own work is
-timed, not the embedding model).
+"""Search latency cost of context windows, paired on one synthetic store (HashingEncoder, so only
+retain's own work is timed, not the embedding model), and the cost of summarising and compressing.
 
 Run: ``python benchmarks/segments_overhead.py [--sessions 20 --turns 30 --queries 300]``.
-Prints search p50/p95 (ms) without the segment feature, with it, and with ``window=1``; and the time
-to summarise and to compress one session.
+Prints search p50/p95 (ms) without a window and with ``window=1``, and the time to summarise and
+to compress one session.
 """
 
 from __future__ import annotations
@@ -13,12 +12,9 @@ import argparse
 import random
 import time
 
-import numpy as np
-
 from retain.basis import HashingEncoder
 from retain.eval.metrics import latency_summary
 from retain.memory import Memory, NewMemory
-from retain.segments import SegmentIndex
 
 WORDS = (
     "garden",
@@ -86,18 +82,12 @@ def main() -> None:
             out.append((time.perf_counter() - t0) * 1000)
         return latency_summary(out)
 
-    timed()  # warm-up (index build, fusion load)
-    real = mem._segments
-    empty = SegmentIndex([], np.zeros((0, 0), dtype=np.float32), 0)
-    mem._segments = lambda namespace: empty  # type: ignore[method-assign]
+    timed()  # warm-up (fusion load)
     base = timed()
-    mem._segments = real  # type: ignore[method-assign]
-    feat = timed()
     win = timed(window=1)
     print(f"{args.sessions} sessions x {args.turns} turns, {args.queries} queries (ms)")
-    print(f"search without segment feature: p50 {base['p50']:.2f} p95 {base['p95']:.2f}")
-    print(f"search with segment feature:    p50 {feat['p50']:.2f} p95 {feat['p95']:.2f}")
-    print(f"search with feature, window=1:  p50 {win['p50']:.2f} p95 {win['p95']:.2f}")
+    print(f"search:            p50 {base['p50']:.2f} p95 {base['p95']:.2f}")
+    print(f"search, window=1:  p50 {win['p50']:.2f} p95 {win['p95']:.2f}")
     t0 = time.perf_counter()
     mem.summarize("bench", "session_0")
     t1 = time.perf_counter()

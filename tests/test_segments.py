@@ -271,13 +271,6 @@ def test_segment_index_similarity_matches_hand_computed_cosine(mem: Memory, enco
     assert np.all(index.similarity(None, ["s1"]) == 0)
 
 
-def test_segment_index_is_rebuilt_after_writes(mem: Memory) -> None:
-    first = mem._segments(NS)
-    assert mem._segments(NS) is first
-    mem.add("A new session starts.", namespace=NS, segment="s3", seq=20)
-    assert "s3" in mem._segments(NS).segments
-
-
 def test_undated_and_out_of_order_sessions_are_stored_and_summarised(
     make_store: StoreFactory, tmp_path: Path, encoder: HashingEncoder
 ) -> None:
@@ -322,18 +315,3 @@ def test_cli_summarize_compress_and_search_window(tmp_path: Path, monkeypatch: p
     assert again.exit_code == 2 and "no hot turn" in again.output
     missing = runner.invoke(app, ["summarize", "nope", "-n", NS])
     assert missing.exit_code == 2 and "no records" in missing.output
-
-
-def test_segment_summary_sim_is_a_fusion_feature(mem: Memory, encoder: HashingEncoder) -> None:
-    from retain.retrieve import FEATURE_NAMES, PRESETS
-    from retain.store.base import RecordFilter
-
-    pool = mem._candidates("Lisbon flight", NS, RecordFilter(), PRESETS["default"])
-    column = pool.features()[:, FEATURE_NAMES.index("segment_summary_sim")]
-    expected = SegmentIndex.build(mem.store, NS).similarity(
-        encoder.encode(["Lisbon flight"])[0], [r.segment for r in pool.records]
-    )
-    assert np.allclose(column, expected)
-    by_segment = {r.segment: v for r, v in zip(pool.records, column, strict=True)}
-    assert by_segment["s2"] > by_segment["s1"]
-    assert len(mem.fusion.weights) == len(FEATURE_NAMES)  # the shipped model knows the feature

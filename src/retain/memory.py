@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from retain.conflict import ConflictJudge
     from retain.context import Context, Provenance
     from retain.handoff import Handoff, HandoffFormat
-    from retain.segments import SegmentIndex, Summariser
+    from retain.segments import Summariser
     from retain.utility import UtilityModel
 
 __all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
@@ -209,7 +209,6 @@ class Memory:
         self._state_scorer: StateScorer | bool | None = state_scorer
         self._state_encoder: StateEncoder | None = None
         self._hot: dict[str, HotSet] = {}
-        self._segment_index: dict[str, SegmentIndex] = {}
         try:
             self.store.setup()
             self._check_encoder()
@@ -1175,7 +1174,6 @@ class Memory:
                 ]
                 records.extend(neighbours)
                 via_neighbor.extend([True] * len(neighbours))
-        segment_sim = self._segments(namespace).similarity(qvec, [r.segment for r in records])
         return _Pool.build(
             records=records,
             via_neighbor=via_neighbor,
@@ -1186,18 +1184,7 @@ class Memory:
             query=query,
             depth=cfg.candidates,
             rrf_k=cfg.rrf_k,
-            segment_sim=segment_sim,
         )
-
-    def _segments(self, namespace: str) -> SegmentIndex:
-        """The namespace's segment centroids (:class:`~retain.segments.SegmentIndex`), rebuilt
-        when its record count changed."""
-        from retain.segments import SegmentIndex
-
-        index = self._segment_index.get(namespace)
-        if index is None or index.count != self.store.count(namespace, ALL_RECORDS):
-            index = self._segment_index[namespace] = SegmentIndex.build(self.store, namespace)
-        return index
 
     def summarize(
         self, namespace: str, segment: str, *, summariser: Summariser | None = None, actor: str = "system"
@@ -1424,7 +1411,6 @@ class _Pool:
     query_vector: npt.NDArray[np.float32] | None
     terms: list[str]
     query: str
-    segment_sim: npt.NDArray[np.float64] | None = None
 
     @classmethod
     def build(
@@ -1439,7 +1425,6 @@ class _Pool:
         query: str,
         depth: int,
         rrf_k: int,
-        segment_sim: npt.NDArray[np.float64] | None = None,
     ) -> _Pool:
         n = len(records)
         lex_score = {h.id: h.score for h in lexical}
@@ -1464,7 +1449,6 @@ class _Pool:
             query_vector=query_vector,
             terms=terms,
             query=query,
-            segment_sim=segment_sim,
         )
 
     def features(self) -> npt.NDArray[np.float64]:
@@ -1498,5 +1482,4 @@ class _Pool:
             length_terms=np.array(length, dtype=np.float64),
             is_question=np.array([r.content.rstrip().endswith(("?", "？")) for r in records]),
             n_query_terms=len(term_set),
-            segment_summary_sim=self.segment_sim,
         )

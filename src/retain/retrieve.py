@@ -204,7 +204,6 @@ FEATURE_NAMES: tuple[str, ...] = (
     "length_relevance",
     "is_question",
     "query_terms",
-    "segment_summary_sim",
 )
 
 
@@ -223,7 +222,6 @@ def fusion_features(
     length_terms: FloatArray,
     is_question: npt.NDArray[np.bool_],
     n_query_terms: int,
-    segment_summary_sim: FloatArray | None = None,
 ) -> FloatArray:
     """Per-candidate features for the learned fusion, (n, len(FEATURE_NAMES)) float64.
 
@@ -241,9 +239,6 @@ def fusion_features(
             the product keeps that prior from lifting long records that do not match the query.
         is_question: the candidate ends with a question mark.
         n_query_terms: number of distinct query terms.
-        segment_summary_sim: cosine of the query to the centroid of the candidate's segment
-            (:class:`retain.segments.SegmentIndex`; hierarchical retrieval: how relevant the whole
-            session is); 0 when unknown. None = all 0.
     """
     n = len(dense)
     if n == 0:
@@ -280,7 +275,6 @@ def fusion_features(
             np.log1p(length_terms) * np.maximum(bm25_norm, np.maximum(dense, 0.0)),
             is_question.astype(np.float64),
             np.full(n, float(n_query_terms)),
-            np.zeros(n) if segment_summary_sim is None else np.asarray(segment_summary_sim, dtype=np.float64),
         ],
         axis=1,
     )

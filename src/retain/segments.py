@@ -21,8 +21,9 @@ This module works on whole segments:
   as one record. Mandatory turns (hard constraints, pinned) stay hot and are listed in
   ``metadata["kept"]``. Nothing is deleted.
 * **Segment relevance** (hierarchical retrieval). :class:`SegmentIndex` holds one centroid per
-  segment; the cosine of the query to the candidate's segment centroid is the fusion feature
-  ``segment_summary_sim``.
+  segment; :meth:`SegmentIndex.similarity` gives the cosine of a query to each candidate's segment.
+  Tried as learned-fusion features (``benchmarks/segment_features.py``, leave-one-conversation-out
+  on LoCoMo dev) it did not raise recall, so the shipped fusion does not use it.
 * **Context windows.** :func:`attach_windows` gives each search hit its neighbouring turns (same
   segment, ``seq`` within ``window``) as one context unit, ``Hit.window``.
 """
