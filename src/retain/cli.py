@@ -329,6 +329,14 @@ def eval_locomo(
         f"ingest {first['ingest_turns_per_s']} turns/s (embedding included) · search p50 "
         f"{first['search_ms_p50']} ms, p95 {first['search_ms_p95']} ms (query embedding included)"
     )
+    units = result.get("window_units")
+    if units:
+        cats, k_units = units["by_category"], units["k"]
+        console.print(
+            f"context units (each hit with turns +-{units['window']}): evidence recall@{k_units} "
+            f"{_cell(units[f'recall@{k_units}_units'])} · "
+            + " ".join(f"cat{c} {_cell(cats.get(c))}" for c in ("1", "2", "3", "4"))
+        )
     if shares:
         budget_runs = run_locomo_budgets(conversations, enc, shares=shares, policies=policies)
         result["runs"].extend(budget_runs)
