@@ -315,3 +315,10 @@ def test_cli_summarize_compress_and_search_window(tmp_path: Path, monkeypatch: p
     assert again.exit_code == 2 and "no hot turn" in again.output
     missing = runner.invoke(app, ["summarize", "nope", "-n", NS])
     assert missing.exit_code == 2 and "no records" in missing.output
+
+
+def test_index_summaries_stay_out_of_handoff(mem: Memory) -> None:
+    rec = mem.summarize(NS, "s1")
+    assert rec.id not in mem.handoff(NS, fmt="json").text
+    compressed = mem.compress_segment(NS, "s2")
+    assert compressed.id in mem.handoff(NS, fmt="json").text  # a compressed summary is a memory

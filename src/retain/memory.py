@@ -1331,6 +1331,7 @@ class Memory:
 
         validate_namespace(namespace)
         records = self.store.list_records(namespace, RecordFilter(tiers=None))
+        records = [r for r in records if not is_index_summary(r)]  # index entries repeat their turns
         return build_handoff(records, namespace=namespace, fmt=fmt, recent=recent)
 
     def info(self) -> dict[str, Any]:
