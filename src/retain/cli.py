@@ -16,6 +16,7 @@ from retain.cli_audit import register as register_audit
 from retain.cli_observe import register as register_observe
 from retain.cli_observe import setup_logging
 from retain.cli_scenarios import register as register_scenarios
+from retain.cli_segments import register as register_segments
 from retain.cli_utility import register as register_utility
 from retain.config import Settings
 from retain.errors import RetainError
@@ -131,6 +132,7 @@ def search(
     archive: Annotated[bool, typer.Option(help="Also search the archive tier.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
     raw: RawOption = False,
+    window: Annotated[int, typer.Option(help="Also show each hit's neighbouring turns (seq +- window).")] = 0,
     db: DbOption = None,
 ) -> None:
     """Search one namespace; prints hits with their score breakdown (higher = more relevant).
@@ -139,7 +141,9 @@ def search(
     try:
         with _open(db) as mem:
             tiers = ["core", "dynamic", "archive"] if archive else None
-            hits = mem.search(query, namespace=namespace, k=k, config=preset, tiers=tiers, allow_raw=raw)
+            hits = mem.search(
+                query, namespace=namespace, k=k, config=preset, tiers=tiers, allow_raw=raw, window=window
+            )
     except RetainError as exc:
         _fail(exc)
         return
@@ -154,7 +158,7 @@ def search(
             f"{h.scores['bm25']:.2f}",
             f"{h.scores['dense']:.3f}",
             h.record.type.value,
-            h.record.content[:80],
+            "\n".join(r.content[:80] for r in h.window) if h.window else h.record.content[:80],
             h.record.id,
         )
     console.print(table)
@@ -325,6 +329,14 @@ def eval_locomo(
         f"ingest {first['ingest_turns_per_s']} turns/s (embedding included) · search p50 "
         f"{first['search_ms_p50']} ms, p95 {first['search_ms_p95']} ms (query embedding included)"
     )
+    units = result.get("window_units")
+    if units:
+        cats, k_units = units["by_category"], units["k"]
+        console.print(
+            f"context units (each hit with turns +-{units['window']}): evidence recall@{k_units} "
+            f"{_cell(units[f'recall@{k_units}_units'])} · "
+            + " ".join(f"cat{c} {_cell(cats.get(c))}" for c in ("1", "2", "3", "4"))
+        )
     if shares:
         budget_runs = run_locomo_budgets(conversations, enc, shares=shares, policies=policies)
         result["runs"].extend(budget_runs)
@@ -369,10 +381,11 @@ def eval_beam(
     )
     _print_budget_table(result["runs"], "BEAM (all scored categories)")
     cats = Table(title="BEAM full memory by category")
-    for col in ("category", "questions", "recall@5", "recall@10", "hit@10", "mrr"):
+    beam_metrics = ("recall@5", "recall@10", "hit@10", "mrr", "kendall_tau", "tau_retrieved")
+    for col in ("category", "questions", *beam_metrics):
         cats.add_column(col, no_wrap=True)
     for cat, v in result["runs"][0]["by_category"].items():
-        cats.add_row(cat, str(v["questions"]), *(_cell(v.get(m)) for m in ("recall@5", "recall@10", "hit@10", "mrr")))
+        cats.add_row(cat, str(v["questions"]), *(_cell(v.get(m)) for m in beam_metrics))
     console.print(cats)
     console.print(f"report: {write_beam_report(result, report)}")
     if json_out is not None:
@@ -450,6 +463,9 @@ def _cell(value: object) -> str:
     if value is None:
         return "–"
     return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+register_segments(app)
 
 
 def main() -> None:  # pragma: no cover - console entry

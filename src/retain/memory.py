@@ -52,6 +52,7 @@ from retain.retrieve import (
     rrf,
 )
 from retain.sam import PHASE_KEY, Candidates, StateScorer, candidates_from_records
+from retain.segments import drop_index_summaries, is_index_summary
 from retain.state import AgentState, StateEncoder
 from retain.store.base import (
     ALL_RECORDS,
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     from retain.conflict import ConflictJudge
     from retain.context import Context, Provenance
     from retain.handoff import Handoff, HandoffFormat
+    from retain.segments import Summariser
     from retain.utility import UtilityModel
 
 __all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
@@ -1090,6 +1092,7 @@ class Memory:
         time_aware: bool = True,
         now: datetime | str | None = None,
         expand: int = 0,
+        window: int = 0,
     ) -> list[Hit]:
         """Hybrid search of one namespace; returns up to ``k`` hits, best first.
 
@@ -1125,6 +1128,9 @@ class Memory:
                 in their one-hop neighbours of this namespace, score = parent score * decay
                 (``config.graph.decay``, default 0.5) * edge weight, marked ``Hit.via_edge``;
                 0 (default) = off.
+            window: give each hit its neighbouring turns (same segment, ``seq`` within ``window``,
+                any tier) as one context unit in ``Hit.window``, stream order
+                (:func:`retain.segments.attach_windows`); 0 (default) = none.
 
         Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant. Canary
         records (:mod:`retain.canary`) are never returned.
@@ -1144,6 +1150,8 @@ class Memory:
         cfg = self._config(config, threshold, mmr_lambda)
         _check_allow_raw(allow_raw)
         check_expand(expand)
+        if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= 50:
+            raise InvalidInput(f"window: must be an int in [0, 50], got {window!r}")
         if not query.strip():
             return []
         if isinstance(types, str):
@@ -1210,6 +1218,10 @@ class Memory:
             decay = self.config.graph.decay
             raw = allow_raw
             hits = expand_hits(self.store, namespace, hits, expand=expand, k=k, flt=flt, decay=decay, allow_raw=raw)
+        if window:
+            from retain.segments import attach_windows
+
+            hits = attach_windows(self.store, namespace, hits, window, allow_raw=allow_raw)
         return hits
 
     def _config(self, config: SearchConfig | str, threshold: float | None, mmr_lambda: float | None) -> SearchConfig:
@@ -1287,6 +1299,8 @@ class Memory:
         records = self.store.get(namespace, ids)
         if any(is_canary(r) for r in records):  # canaries never surface in results (retain.canary)
             records, lexical, dense_hits = drop_canaries(records, lexical, dense_hits)
+        if any(is_index_summary(r) for r in records):  # summaries of uncompressed segments (retain.segments)
+            records, lexical, dense_hits = drop_index_summaries(records, lexical, dense_hits)
         via_neighbor = [False] * len(records)
         if cfg.neighbors and records:
             wanted = {(r.segment, r.seq + d) for r in records if r.seq is not None for d in (-1, 1) if r.seq + d >= 0}
@@ -1311,6 +1325,33 @@ class Memory:
             depth=cfg.candidates,
             rrf_k=cfg.rrf_k,
         )
+
+    def summarize(
+        self, namespace: str, segment: str, *, summariser: Summariser | None = None, actor: str = "system"
+    ) -> MemoryRecord:
+        """Store an extractive summary of ``segment`` (an index entry: archive tier, hidden from plain
+        search until the segment is compressed) and return it. See :func:`retain.segments.summarize`.
+
+        Raises:
+            InvalidInput: bad namespace or segment, or the segment holds no records.
+        """
+        from retain.segments import summarize
+
+        return summarize(self, namespace, segment, summariser=summariser, actor=actor)
+
+    def compress_segment(
+        self, namespace: str, segment: str, *, actor: str = "system", summariser: Summariser | None = None
+    ) -> MemoryRecord:
+        """Replace ``segment``'s hot turns by its summary record (the turns move to the archive,
+        linked to it and audited), so a budget counts the segment as one record. Returns the
+        summary. See :func:`retain.segments.compress`.
+
+        Raises:
+            InvalidInput: bad namespace or segment, or no hot turn of the segment may move.
+        """
+        from retain.segments import compress
+
+        return compress(self, namespace, segment, actor=actor, summariser=summariser)
 
     def _fuse(self, pool: _Pool, cfg: SearchConfig) -> npt.NDArray[np.float64]:
         if cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and pool.query_vector is not None:
@@ -1433,6 +1474,7 @@ class Memory:
 
         validate_namespace(namespace)
         records = self.store.list_records(namespace, RecordFilter(tiers=None))
+        records = [r for r in records if not is_index_summary(r)]  # index entries repeat their turns
         return build_handoff(records, namespace=namespace, fmt=fmt, recent=recent)
 
     def info(self) -> dict[str, Any]:

@@ -119,6 +119,9 @@ class Hit:
         via_edge, via: for a hit added by graph expansion (``search(expand=...)``,
             :func:`retain.graph.expand_hits`), the edge type and the id of the hit it hangs from;
             else None.
+        window: the hit's context unit when the search asked for one (``window=w``): the records of
+            its segment with ``seq`` within w of its own, in stream order, the hit included; () otherwise
+            (:func:`retain.segments.attach_windows`).
     """
 
     record: MemoryRecord
@@ -127,12 +130,15 @@ class Hit:
     scores: Mapping[str, float] = field(default_factory=dict)
     via_edge: str | None = None
     via: str | None = None
+    window: tuple[MemoryRecord, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (record without embedding)."""
+        """JSON-ready dict (record without embedding; ``via_edge``/``via`` and ``window`` only when set)."""
         out = {"rank": self.rank, "score": self.score, "scores": dict(self.scores), "record": self.record.to_dict()}
         if self.via_edge is not None:
             out.update(via_edge=self.via_edge, via=self.via)
+        if self.window:
+            out["window"] = [r.to_dict() for r in self.window]
         return out
 
 

@@ -293,3 +293,17 @@ def test_run_beam_full_and_budgets_write_a_report(tmp_path):
     assert fifo["evictions"] > 0 and oracle["hit_rate"] >= fifo["hit_rate"]
     md = write_beam_report(report, tmp_path / "report").read_text(encoding="utf-8")
     assert "budget-performance" in md and (tmp_path / "report" / "budget_curves.png").is_file()
+
+
+def test_beam_stream_carries_the_gold_order_of_event_ordering_questions(chat_dir):
+    from retain.basis import HashingEncoder
+    from retain.eval.beam_runner import beam_stream, run_beam
+
+    chat = load_beam_chat(chat_dir)
+    questions = {q.category: q for q in beam_stream(chat).questions}
+    assert questions["event_ordering"].order == (("0",), ("4", "6"), ("6",), ("8",), ("8",))
+    assert all(q.order == () for c, q in questions.items() if c != "event_ordering")
+    report = run_beam([chat], [chat_dir], HashingEncoder(64), progress=False)
+    ordering = report["runs"][0]["by_category"]["event_ordering"]
+    assert -1.0 <= ordering["kendall_tau"] <= 1.0
+    assert "kendall_tau" not in report["runs"][0]["by_category"]["knowledge_update"]

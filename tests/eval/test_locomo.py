@@ -110,3 +110,19 @@ def test_run_locomo_reports_every_field(locomo_file):
     assert first["recall@10"] == 1.0
     assert first["skipped_no_evidence"] == 2  # the "Bad evidence" question of each conversation
     assert set(first["by_category"]) == {"2", "4", "5"}
+
+
+def test_window_recall_counts_the_neighbours_of_each_hit():
+    import numpy as np
+
+    from retain.eval.locomo import QuestionPool, window_recall
+
+    def pool(category, evidence):
+        return QuestionPool("c", category, evidence, [], np.zeros((0, 14)), np.zeros(0))
+
+    pools = [pool(1, ("D1:3", "D2:9")), pool(2, ("D1:5",)), pool(5, ("D1:1",))]
+    rankings = [["D1:2", "D3:1"], ["D1:3"], ["D1:1"]]
+    out = window_recall(pools, rankings, window=1, k=1)
+    assert out["by_category"] == {"1": 0.5, "2": 0.0, "5": 1.0}  # D1:2 covers D1:1-3; D1:3 covers D1:2-4
+    assert out["recall@1_units"] == 0.25  # headline: categories 1-4 only
+    assert window_recall(pools, rankings, window=2, k=1)["by_category"]["2"] == 1.0

@@ -24,6 +24,8 @@ __all__ = ["BEAM_CONFIG", "beam_stream", "run_beam"]
 # budget share of messages is a share of records.
 BEAM_CONFIG = MemoryConfig(max_record_chars=100_000)
 SCORED_CATEGORIES = tuple(c for c in BEAM_CATEGORIES if c != "abstention")
+ORDERED_CATEGORY = "event_ordering"
+"""Its questions are also scored by Kendall tau against the gold order (:mod:`retain.eval.ordering`)."""
 
 
 def beam_stream(chat: BeamChat) -> Stream:
@@ -42,7 +44,15 @@ def beam_stream(chat: BeamChat) -> Stream:
                 metadata={"evidence_id": str(msg.id), "speaker": msg.role},
             )
         )
-    questions = tuple(StreamQuestion(q.question, q.category, tuple(str(e) for e in q.evidence)) for q in chat.questions)
+    questions = tuple(
+        StreamQuestion(
+            q.question,
+            q.category,
+            tuple(str(e) for e in q.evidence),
+            tuple(tuple(str(e) for e in g) for g in q.evidence_order) if q.category == ORDERED_CATEGORY else (),
+        )
+        for q in chat.questions
+    )
     return Stream(chat.chat_id, tuple(tuple(b) for b in batches.values()), questions)
 
 
@@ -120,7 +130,7 @@ def write_beam_report(report: dict[str, Any], directory: str | Path) -> Path:
         "(abstention has no evidence and is not scored).",
         "",
     ]
-    metrics = ("held", "recall@5", "recall@10", "hit@10", "mrr")
+    metrics = ("held", "recall@5", "recall@10", "hit@10", "mrr", "kendall_tau", "tau_retrieved")
     for run in report["runs"]:
         parts.append(f"## {run['policy']} at budget {run['budget']}: hit rate {run['hit_rate']}")
         parts.append("")

@@ -35,11 +35,21 @@ from retain.memory import Memory, NewMemory
 from retain.retrieve import PRESETS, LinearFusion, train_fusion
 from retain.store.base import RecordFilter
 
-__all__ = ["CATEGORY_NAMES", "HEADLINE_CATEGORIES", "QuestionPool", "collect_pools", "ingest", "run_locomo"]
+__all__ = [
+    "CATEGORY_NAMES",
+    "HEADLINE_CATEGORIES",
+    "QuestionPool",
+    "collect_pools",
+    "ingest",
+    "run_locomo",
+    "window_recall",
+]
 
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 HEADLINE_CATEGORIES = (1, 2, 3, 4)
 RANK_DEPTH = 50
+WINDOW = 1
+"""Context window of :func:`window_recall`: each hit with the turns up to this far before and after."""
 
 
 @dataclass
@@ -213,6 +223,37 @@ def score_run(pools: Sequence[QuestionPool], rankings: Sequence[list[str]]) -> d
     return headline
 
 
+def _window_ids(dia_id: str, window: int) -> list[str]:
+    session, _, turn = dia_id.partition(":")
+    if not turn.isdigit():
+        return [dia_id]
+    return [f"{session}:{t}" for t in range(int(turn) - window, int(turn) + window + 1) if t >= 1]
+
+
+def window_recall(
+    pools: Sequence[QuestionPool], rankings: Sequence[list[str]], *, window: int = WINDOW, k: int = 10
+) -> dict[str, Any]:
+    """Evidence recall when each of the top ``k`` hits is a context unit: the hit with its neighbouring
+    turns of the same session (turn number within ``window``), as ``Memory.search(window=...)`` returns
+    it. Share of evidence turns inside the union of the top-k units (0..1, higher = better), mean per
+    category and over the headline categories. Units hold up to 2 * window + 1 turns, so this is not
+    comparable to turn-level recall@k; it measures how often the answer's context comes with the hit.
+    """
+    per_cat: dict[int, list[float]] = {}
+    for pool, ranked in zip(pools, rankings, strict=True):
+        if not pool.evidence:
+            continue
+        covered = {t for d in ranked[:k] if d for t in _window_ids(d, window)}
+        per_cat.setdefault(pool.category, []).append(sum(e in covered for e in pool.evidence) / len(pool.evidence))
+    head = [v for c in HEADLINE_CATEGORIES for v in per_cat.get(c, [])]
+    return {
+        "window": window,
+        "k": k,
+        f"recall@{k}_units": mean_or_none(head),
+        "by_category": {str(c): mean_or_none(v) for c, v in sorted(per_cat.items())},
+    }
+
+
 def run_locomo(
     conversations: Sequence[LocomoConversation],
     encoder_factory: Callable[[], Encoder],
@@ -257,6 +298,7 @@ def run_locomo(
         "questions": sum(len(c.questions) for c in conversations),
         "turns": ingest_turns,
         "runs": runs,
+        "window_units": window_recall(pools, [p.ranked_default for p in pools]),
     }
 
 

@@ -37,15 +37,34 @@ from retain.record import MemoryRecord, Tier
 __all__ = ["CachingEncoder", "OracleUtility", "Stream", "StreamQuestion", "run_budget_grid"]
 
 EVIDENCE_KEY = "evidence_id"
+ORDER_K = 10
+"""Retrieved messages an ordering question is scored on (the same top 10 as recall@10)."""
+
+
+def _ordering(ranked: list[str], timeline: dict[str, int], order: tuple[tuple[str, ...], ...]) -> dict[str, Any]:
+    """Kendall tau figures of one ordering question (empty for other questions)."""
+    if len(order) < 2:
+        return {}
+    from retain.eval.ordering import ordering_tau, retrieved_tau
+
+    return {
+        "kendall_tau": ordering_tau(ranked, timeline, order),
+        "tau_retrieved": retrieved_tau(ranked, timeline, order),
+    }
 
 
 @dataclass(frozen=True, slots=True)
 class StreamQuestion:
-    """A question with its category label and evidence ids (``metadata["evidence_id"]`` of turns)."""
+    """A question with its category label and evidence ids (``metadata["evidence_id"]`` of turns).
+
+    ``order``: for ordering questions, the items in gold order (one group of evidence ids each);
+    the replay then scores Kendall tau (:mod:`retain.eval.ordering`); () otherwise.
+    """
 
     text: str
     category: str
     evidence: tuple[str, ...]
+    order: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +147,7 @@ def _replay(
         records = mem.records(namespace=namespace)
         hot = [r for r in records if r.tier is not Tier.ARCHIVE]
         hot_ids = {str(r.metadata.get(EVIDENCE_KEY)) for r in hot}
+        timeline = {str(r.metadata.get(EVIDENCE_KEY)): r.seq for r in records if r.seq is not None}
         per_q = []
         for q in stream.questions:
             if not q.evidence:
@@ -144,6 +164,7 @@ def _replay(
                     "hit@10": hit_at_k(ranked, q.evidence, 10),
                     "mrr": reciprocal_rank(ranked, q.evidence),
                 }
+                | _ordering(ranked[:ORDER_K], timeline, q.order)
             )
         needed = {e for q in stream.questions for e in q.evidence}
         density = None
@@ -174,6 +195,14 @@ def _summarise(policy: str, share: float, parts: list[dict[str, Any]], headline:
         by_category[cat] = {"questions": len(group), "held": mean_or_none([q["held"] for q in group])} | {
             m: mean_or_none([q[m] for q in group]) for m in metrics
         }
+        taus = [q["kendall_tau"] for q in group if q.get("kendall_tau") is not None]
+        if taus:  # ordering questions: tau with missing items tied last, and over retrieved items only
+            found = [q["tau_retrieved"] for q in group if q.get("tau_retrieved") is not None]
+            by_category[cat] |= {
+                "kendall_tau": mean_or_none(taus),
+                "tau_retrieved": mean_or_none(found),
+                "tau_retrieved_questions": len(found),
+            }
     latency = latency_summary([d for p in parts for d in p["decisions_ms"]])
     evidence = sum(p["evidence_turns"] for p in parts)
     densities = [p["utility_density"] for p in parts if p["utility_density"] is not None]

@@ -1,0 +1,66 @@
+"""The ``retain summarize`` and ``retain compress`` commands: segment summaries and compression
+(:mod:`retain.segments`).
+
+Wired into the main app by ``register(app)`` from :mod:`retain.cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from retain.errors import RetainError
+
+__all__ = ["register"]
+
+_console = Console(width=None if sys.stdout.isatty() else 140)
+DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
+NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``summarize`` and ``compress`` to ``app``."""
+    from retain.cli import _fail, _open
+
+    @app.command("summarize")
+    def summarize_cmd(
+        segment: Annotated[str, typer.Argument(help="Segment (session) id, as given to add.")],
+        namespace: NamespaceOption,
+        sentences: Annotated[int, typer.Option(help="Most sentences in the summary.")] = 3,
+        db: DbOption = None,
+    ) -> None:
+        """Store an extractive summary of one segment (centroid sentence selection, no LLM); prints its
+        id and text. The summary is an index entry: plain search leaves it out until the segment is
+        compressed."""
+        from retain.segments import CentroidSummariser
+
+        try:
+            with _open(db) as mem:
+                rec = mem.summarize(namespace, segment, summariser=CentroidSummariser(max_sentences=sentences))
+        except RetainError as exc:
+            _fail(exc)
+            return
+        _console.print(rec.id)
+        _console.print(rec.content, markup=False)
+
+    @app.command("compress")
+    def compress_cmd(
+        segment: Annotated[str, typer.Argument(help="Segment (session) id, as given to add.")],
+        namespace: NamespaceOption,
+        actor: Annotated[str, typer.Option(help="Who asks (written to the audit log).")] = "user",
+        db: DbOption = None,
+    ) -> None:
+        """Replace a segment's hot turns by its summary record: the turns move to the archive (linked to
+        the summary, audited), the summary counts as one record in the budget. Prints the summary id."""
+        try:
+            with _open(db) as mem:
+                rec = mem.compress_segment(namespace, segment, actor=actor)
+        except RetainError as exc:
+            _fail(exc)
+            return
+        moved = len(rec.metadata.get("compressed_ids", []))
+        _console.print(f"{rec.id} ({moved} turns archived, {len(rec.metadata.get('kept', []))} kept hot)")
