@@ -124,7 +124,7 @@ _DATE = re.compile(r"^\d+月\d+[日号]$")
 _ID_BEFORE = re.compile(
     r"(?:\b(?:number|no|nr|id|ticket|order|parcel|case|issue|invoice|room|flight|seat|step|item|part|page|row|"
     r"line|chapter|version|v|note|entry|task|option|lesson|section|figure|table|question|point|episode|"
-    r"platform|gate|test)\.?|#|第)\s*$|^\s*[^\W\d_]+\s*$",
+    r"platform|gate|test)\.?|#|第)\s*$|^\s*[A-Z][a-z]+\s*$",
     re.IGNORECASE,
 )
 _CJK_STOP = frozenset("的了是在我你他她它们和也都就要吧呢啊吗这那有还")
@@ -164,6 +164,7 @@ def value_slots(text: str, window: int = 3) -> dict[str, set[str]]:
         right = text[m.end() : m.end() + 60]
         ctx = set(_context_words(left)[-window:]) | set(_context_words(right)[:window])
         ctx |= set(_CJK_CHAR.findall(left[-window:])) | set(_CJK_CHAR.findall(right[:window]))
+        ctx -= _CJK_STOP  # function characters (了, 的, ...) share no slot
         if _DATE.match(m.group(0)):
             ctx.add("#date")
         if _ID_BEFORE.search(left) or _is_label(left, right):
