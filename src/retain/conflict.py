@@ -38,6 +38,7 @@ Measured by ``benchmarks/supersede_detection.py`` (replaying scenario files thro
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -303,6 +304,7 @@ def _adopted(text: str, old_terms: set[str]) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1024)
 def _cue_sentences(text: str) -> str:
     return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if _CUES.search(s.group(0)))
 
@@ -422,6 +424,9 @@ def find_updates(
     for rec in records:
         if rec.embedding is None or "split_group" in rec.metadata:
             continue
+        if not _may_update(rec.content):  # no cue, number or negation: no rule of decide() can fire
+            earlier.append(rec)
+            continue
         ids = [h.id for h in store.search_vector(namespace, rec.embedding, everywhere, limit=window)]
         if store.supports_lexical:
             terms = query_terms(rec.content)
@@ -434,6 +439,12 @@ def find_updates(
             out.append((rec, decision))
         earlier.append(rec)
     return out
+
+
+def _may_update(text: str) -> bool:
+    """True when ``text`` carries something an update needs: a correction cue, a number (a value
+    change) or a negated term. The three signals of :func:`decide` each need one of these."""
+    return bool(_CUES.search(text) or _NUMBER.search(text) or _NEGATION.search(text))
 
 
 def _cosine(a: MemoryRecord, b: MemoryRecord) -> float:
