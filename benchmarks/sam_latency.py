@@ -19,9 +19,11 @@ from retain import HashingEncoder, Memory
 from retain.state import StateEncoder
 
 WORDS = (
-    "budget hotel flight train museum allergy deadline invoice refund courier tag bag kitchen permit "
-    "contractor quote recital tempo chord paper sample window api webhook key rate limit test flake"
-).split()
+    "budget", "hotel", "flight", "train", "museum", "allergy", "deadline", "invoice", "refund",
+    "courier", "tag", "bag", "kitchen", "permit", "contractor", "quote", "recital", "tempo",
+    "chord", "paper", "sample", "window", "api", "webhook", "key", "rate", "limit", "test",
+    "flake",
+)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from retain.basis import Encoder
 from retain.cli import make_encoder
+from retain.eval.scenarios import actor_for_role
 from retain.memory import Memory, MemoryConfig
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +33,8 @@ def replay(path: Path, encoder: Encoder, config: MemoryConfig) -> dict[str, Any]
     by_record: dict[str, str] = {}
     with Memory(encoder=encoder, config=config) as mem:
         for e in events:
-            rid = mem.add(e["text"], namespace="s", role=e.get("role", "user"), event_time=e.get("t"))
+            role = e.get("role", "user")
+            rid = mem.add(e["text"], namespace="s", role=role, event_time=e.get("t"), actor=actor_for_role(role))
             by_record.setdefault(rid, e["id"])
         records = mem.records(namespace="s", include_superseded=True)
         audit = mem.store.audit_log("s")

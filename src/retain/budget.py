@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from retain.errors import InvalidInput
+from retain.errors import BudgetInfeasible, InvalidInput
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention import INCREMENTAL_POLICIES, Decision, IncrementalRetainer
 from retain.store.base import AuditEntry
@@ -104,6 +104,12 @@ class _Reservoir:
         self._seen = 0
 
     def add(self, cost: float, utility: float, *, mandatory: bool = False, **_: object) -> Decision:
+        if mandatory:
+            held = sum(c for c, a, m in zip(self._costs, self._alive, self._mandatory, strict=True) if a and m)
+            if held + cost > self.budget:
+                raise BudgetInfeasible(
+                    f"budget: mandatory items would cost {held + cost:g}; budget {self.budget:g} (policy random)"
+                )
         i = len(self._costs)
         self._costs.append(cost)
         self._alive.append(False)

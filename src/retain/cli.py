@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -91,12 +92,21 @@ def _open(db: Path | None, encoder: str | None = None, *, create: bool = False):
             f"[red]error:[/red] no store at {path} (add a memory first, or pass --db PATH)", soft_wrap=True
         )
         raise typer.Exit(code=2)
-    if encoder is None:
-        probe = SQLiteStore(path)
-        probe.setup()
-        encoder = probe.get_meta("encoder_name") or settings.encoder
-        probe.close()
-    return Memory(path, encoder=make_encoder(encoder))
+    if Path(path).is_dir():
+        err_console.print(f"[red]error:[/red] {path} is a directory, not a store file", soft_wrap=True)
+        raise typer.Exit(code=2)
+    try:
+        if encoder is None:
+            probe = SQLiteStore(path)
+            try:
+                probe.setup()
+                encoder = probe.get_meta("encoder_name") or settings.encoder
+            finally:
+                probe.close()
+        return Memory(path, encoder=make_encoder(encoder))
+    except sqlite3.Error as exc:  # not an SQLite file, unreadable, locked beyond the busy timeout
+        err_console.print(f"[red]error:[/red] cannot open the store {path}: {exc}", soft_wrap=True)
+        raise typer.Exit(code=2) from exc
 
 
 def _fail(exc: Exception) -> None:

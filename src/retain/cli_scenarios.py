@@ -148,7 +148,7 @@ def trace(
     from retain import Memory
     from retain.cli import make_encoder
     from retain.eval.scenario_runner import get_retriever
-    from retain.eval.scenarios import load_scenario
+    from retain.eval.scenarios import actor_for_role, load_scenario
 
     try:
         sc = load_scenario(scenario)
@@ -164,7 +164,7 @@ def trace(
         for probe in sorted(sc.probes, key=lambda p: order[p.after]):
             for event in sc.events[done + 1 : order[probe.after] + 1]:
                 mem.add(event.text, namespace=sc.id, role=event.role, event_time=event.t, seq=event.index,
-                        source=prefix + event.id, actor="eval", state=event.state or None)
+                        source=prefix + event.id, actor=actor_for_role(event.role), state=event.state or None)
             done = max(done, order[probe.after])
             hits = rank(mem, sc.id, probe.query, probe.state, k)
             ranked = [(h.record.source or "").removeprefix(prefix) for h in hits]

@@ -125,7 +125,7 @@ _DATE = re.compile(r"^\d+月\d+[日号]$")
 _ID_BEFORE = re.compile(
     r"(?:\b(?:number|no|nr|id|ticket|order|parcel|case|issue|invoice|room|flight|seat|step|item|part|page|row|"
     r"line|chapter|version|v|note|entry|task|option|lesson|section|figure|table|question|point|episode|"
-    r"platform|gate|test)\.?|#|第)\s*$|^\s*[A-Z][a-z]+\s*$",
+    r"platform|gate|test|run|build|job|batch|ref)\.?|#|第)\s*$|^\s*[A-Z][a-z]+\s*$|\d-$",
     re.IGNORECASE,
 )
 _CJK_STOP = frozenset("的了是在我你他她它们和也都就要吧呢啊吗这那有还")
@@ -220,6 +220,8 @@ class ConflictPolicy:
         strong_overlap: overlap that suffices for a cue-marked update whatever the cosine.
         value_cos, value_overlap: an aligned value change without any cue is an update only above
             both (the same sentence with another number: "for 5 years" -> "for 6 years").
+        max_new_terms: ... and only when the two records differ in at most this many subject terms
+            (symmetric difference): "Bob is 31 years old" does not update "Alice is 30 years old".
         passive_roles: roles whose records report rather than state (tool output, the agent's
             actions); they never supersede anything.
         reflective_roles: roles of the agent's own reasoning; they supersede only records of a
@@ -232,6 +234,7 @@ class ConflictPolicy:
     strong_overlap: float = 0.34
     value_cos: float = 0.6
     value_overlap: float = 0.4
+    max_new_terms: int = 1
     passive_roles: frozenset[str] = frozenset({"tool", "agent_action", "assistant_action", "function"})
     reflective_roles: frozenset[str] = frozenset({"agent_thought", "assistant_thought"})
 
@@ -364,8 +367,10 @@ def decide(
                 signals.append("cue")
             if flip and overlap >= policy.min_overlap:
                 signals.append("negation")
+            same_subject = len(new_terms ^ old_terms) <= policy.max_new_terms  # "Bob is 31" is not "Alice is 30"
             if aligned and (
-                (cos >= policy.value_cos and overlap >= policy.value_overlap) or (live and cos >= policy.min_cos_update)
+                (cos >= policy.value_cos and overlap >= policy.value_overlap and same_subject)
+                or (live and cos >= policy.min_cos_update)
             ):
                 signals.append("value")
             if not signals:

@@ -40,7 +40,7 @@ from retain.canary import is_canary
 from retain.errors import BudgetInfeasible, InvalidInput, RecordNotFound
 from retain.observe import annotate, observed
 from retain.record import MemoryRecord, MemoryType, new_id, utcnow, validate_namespace
-from retain.redaction import redact_record
+from retain.redaction import redact_record, redact_value, scrub
 from retain.sam import PHASE_KEY
 from retain.state import AgentState
 from retain.store.base import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance, RecordFilter, Store
@@ -351,8 +351,8 @@ def pack(
         id=new_id(),
         namespace=namespace,
         created_at=utcnow(),
-        query=query,
-        state=state_doc,
+        query=scrub(query),  # the provenance table is read back by explain(): no raw secret in it
+        state=None if state_doc is None else redact_value(state_doc)[0],
         k=k,
         threshold=None if threshold is None else float(threshold),
         budget_tokens=budget_tokens,

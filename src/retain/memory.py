@@ -365,6 +365,9 @@ class Memory:
             InvalidInput, TextTooLong: as :meth:`add`, naming the index of the bad item.
         """
         validate_namespace(namespace)
+        if not isinstance(actor, str) or not actor:
+            raise InvalidInput(f"actor: must be a non-empty string, got {actor!r}")
+        _check_text(actor, "actor")
         parsed = [self._coerce_item(item, i) for i, item in enumerate(items)]
         used = [check_derived(item.derived_from, i) for i, item in enumerate(parsed)]
         drafts: list[list[MemoryRecord]] = []
@@ -478,10 +481,24 @@ class Memory:
         set, stored records now superseded, "supersede" audit entries).
 
         A record that supersedes a hard constraint is itself a hard constraint (the corrected
-        limit), unless its caller gave a type (``typed`` ids): it takes the type and the core tier."""
+        limit), unless its caller gave a type (``typed`` ids): it takes the type and the core tier.
+        An actor outside ``config.trusted_actors`` never supersedes a hard constraint or a pinned
+        record: the proposal is dropped and audited as a refused "supersede"."""
         from retain.conflict import find_updates
 
         found = find_updates(self.store, namespace, fresh, judge=self.config.conflict_judge)
+        refused: list[AuditEntry] = []
+        if actor not in self.config.trusted_actors:  # an untrusted writer never retires a protected record
+            keep = []
+            for new, d in found:
+                if d.target is not None and (d.target.pinned or d.target.type is MemoryType.HARD_CONSTRAINT):
+                    refused.append(
+                        AuditEntry(namespace, "supersede", d.target.id, actor, "untrusted actor: protected record kept",
+                                   details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.signals)})
+                    )
+                else:
+                    keep.append((new, d))
+            found = keep
         links = {new.id: d.target.id for new, d in found if d.target is not None}
         back = {old: new for new, old in links.items()}
         fresh_ids = {r.id for r in fresh}
@@ -511,7 +528,7 @@ class Memory:
             for new, d in found
             if d.target is not None
         ]
-        return [relink(r) for r in fresh], [relink(r) for r in retire], audit
+        return [relink(r) for r in fresh], [relink(r) for r in retire], audit + refused
 
     def _merge_paraphrases(
         self, namespace: str, fresh: list[MemoryRecord]
@@ -569,6 +586,8 @@ class Memory:
             value = getattr(item, name)
             if value is not None and not isinstance(value, str):
                 raise InvalidInput(f"{name}: must be a string or None, got {type(value).__name__}")
+            if value is not None:
+                _check_text(value, name)
         for name in ("seq", "priority"):
             value = getattr(item, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**62):
@@ -581,8 +600,8 @@ class Memory:
         if reserved:
             raise InvalidInput(f"metadata: keys {sorted(reserved)} are reserved for split texts")
         try:
-            json.dumps(dict(item.metadata), allow_nan=False)
-        except (TypeError, ValueError, RecursionError) as exc:
+            json.dumps(dict(item.metadata), allow_nan=False, ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
             raise InvalidInput(f"metadata: must be JSON-serialisable without NaN/inf ({exc})") from exc
         limit = self.config.max_text_chars
         if len(content) > limit:

@@ -305,7 +305,14 @@ def summarize(
     if not turns:
         raise InvalidInput(f"segment {segment!r}: no records in namespace {namespace!r}")
     model = summariser if summariser is not None else CentroidSummariser()
-    record = _summary_record(memory, namespace, segment, turns, model.summarize(turns, memory.encoder), model.name)
+    # sensitive records never feed a summary (it is a plain fact, shown in search and handoff), and
+    # what remains is redacted before the summariser sees it
+    from retain.redaction import redact_record
+
+    source = [redact_record(r).record for r in turns if r.type is not MemoryType.SENSITIVE]
+    if not source:
+        raise InvalidInput(f"segment {segment!r}: only sensitive records, nothing to summarise")
+    record = _summary_record(memory, namespace, segment, turns, model.summarize(source, memory.encoder), model.name)
     old = _current_summary(memory.store, namespace, segment)
     retired: list[MemoryRecord] = []
     if old is not None:
@@ -353,7 +360,14 @@ def compress(
         )
     turns = segment_turns(memory.store, namespace, segment, tiers=None)
     model = summariser if summariser is not None else CentroidSummariser()
-    record = _summary_record(memory, namespace, segment, turns, model.summarize(turns, memory.encoder), model.name)
+    # sensitive records never feed a summary (it is a plain fact, shown in search and handoff), and
+    # what remains is redacted before the summariser sees it
+    from retain.redaction import redact_record
+
+    source = [redact_record(r).record for r in turns if r.type is not MemoryType.SENSITIVE]
+    if not source:
+        raise InvalidInput(f"segment {segment!r}: only sensitive records, nothing to summarise")
+    record = _summary_record(memory, namespace, segment, turns, model.summarize(source, memory.encoder), model.name)
     movable_ids = {t.id for t in movable}
     kept = [t.id for t in hot if t.id not in movable_ids]
     record = record.evolve(

@@ -55,7 +55,7 @@ def _text(value: Any, name: str) -> str | None:
     if not isinstance(value, str):
         try:
             value = str(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
-        except (TypeError, ValueError) as exc:  # pragma: no cover - default=str renders anything
+        except (TypeError, ValueError, RecursionError) as exc:  # too deep, or keys of mixed types
             raise InvalidInput(f"state.{name}: not renderable as text ({exc})") from exc
     value = value.strip()
     if not value:
@@ -141,10 +141,14 @@ class AgentState:
             data.get("open_questions", ()), "open_questions"
         )
         extra = {str(k): v for k, v in data.items() if k not in _KNOWN_KEYS}
-        features = dict(data.get("features") or {}) | extra
+        given = data.get("features") or {}
+        if not isinstance(given, Mapping):
+            raise InvalidInput(f"state.features: expected a mapping, got {type(given).__name__}")
+        features = {str(k): v for k, v in given.items()} | extra
         if len(features) > MAX_ITEMS:
             raise InvalidInput(f"state.features: {len(features)} entries, limit is {MAX_ITEMS}")
         for key, value in features.items():
+            _text(key, "features key")
             _text(value, f"features[{key!r}]")
         return cls(
             phase=_text(data.get("phase"), "phase"),

@@ -19,6 +19,7 @@ import numpy as np
 
 from retain.basis import Encoder
 from retain.errors import InvalidInput
+from retain.eval.scenarios import actor_for_role
 from retain.lexical import is_terse
 from retain.memory import Memory
 from retain.retrieve import PRESETS
@@ -75,7 +76,7 @@ def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample
                         source=f"scenario:{sid}:{ev['id']}",
                         metadata={EVENT_KEY: ev["id"]},
                         state=ev.get("state"),
-                        actor="eval",
+                        actor=actor_for_role(ev.get("role") or "user"),
                     )
                 done = max(done, order[probe["after"]])
                 state = AgentState.from_dict(probe.get("state"))

@@ -47,7 +47,7 @@ from retain.basis import Encoder
 from retain.budget import Budget
 from retain.errors import BudgetInfeasible, InvalidInput
 from retain.eval.metrics import mean_or_none, recall_at_k, reciprocal_rank
-from retain.eval.scenarios import Probe, Scenario
+from retain.eval.scenarios import Probe, Scenario, actor_for_role
 from retain.eval.streams import CachingEncoder
 from retain.memory import Memory
 from retain.record import MemoryRecord, MemoryType, Tier
@@ -175,7 +175,7 @@ def _replay(
                 event_time=event.t,
                 seq=event.index,
                 source=f"{prefix}{event.id}",
-                actor="eval",
+                actor=actor_for_role(event.role),
                 state=event.state or None,
             )
         except BudgetInfeasible as exc:

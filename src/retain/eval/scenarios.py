@@ -40,6 +40,7 @@ __all__ = [
     "Probe",
     "Scenario",
     "State",
+    "actor_for_role",
     "is_terse",
     "load_scenario",
     "load_scenarios",
@@ -52,6 +53,12 @@ GOLD_TYPES = frozenset(t.value for t in MemoryType)
 State = dict[str, Any]
 """The agent's task state as given in the file (``phase``, ``subgoals``, ``constraints``,
 ``uncertain``, ``last_result``; all optional, kept verbatim)."""
+
+def actor_for_role(role: str) -> str:
+    """The audit actor of an event replayed from a scenario: "user" for the user's own events (a
+    trusted actor), else the role itself ("tool", "agent_thought", "system", ...; untrusted)."""
+    return "user" if role == "user" else role
+
 
 @dataclass(frozen=True, slots=True)
 class Gold:
