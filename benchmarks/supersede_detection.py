@@ -42,7 +42,7 @@ def replay(path: Path, encoder: Encoder, config: MemoryConfig) -> dict[str, Any]
     reasons = {
         (by_record[a["details"]["superseded_by"]], by_record[a["record_id"]]): f"{a['reason']} {a['details']}"
         for a in audit
-        if a["op"] == "supersede"
+        if a["op"] == "supersede" and "superseded_by" in a["details"]  # refused proposals carry none
     }
     merges = [(a["record_id"], a["reason"]) for a in audit if a["op"] == "merge"]
     gold = {(e["id"], s) for e in events for s in (e.get("gold") or {}).get("supersedes", [])}

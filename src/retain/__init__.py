@@ -5,6 +5,7 @@ keep/forget decision explainable. Start with :class:`Memory`.
 """
 
 from retain.basis import Encoder, HashingEncoder, MiniLMEncoder
+from retain.budget import Budget
 from retain.canary import CanaryReport
 from retain.classify import classify, classify_with_reason
 from retain.config import Settings
@@ -24,10 +25,13 @@ from retain.errors import (
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retrieve import Fusion, Hit, SearchConfig, SearchMode
+from retain.state import AgentState, StatePerceiver
 from retain.store import RecordFilter, SQLiteStore, Store
 from retain.temporal import TimeRef, parse_query_time, resolve_times
 
 __all__ = [
+    "AgentState",
+    "Budget",
     "BudgetInfeasible",
     "CanaryReport",
     "Context",
@@ -55,6 +59,7 @@ __all__ = [
     "SearchConfig",
     "SearchMode",
     "Settings",
+    "StatePerceiver",
     "Store",
     "TextTooLong",
     "Tier",

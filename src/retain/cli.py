@@ -164,7 +164,7 @@ def search(
     for h in hits:
         table.add_row(
             str(h.rank),
-            f"{h.score:.3f}",
+            f"{h.score:.4g}",
             f"{h.scores['bm25']:.2f}",
             f"{h.scores['dense']:.3f}",
             h.record.type.value,

@@ -23,6 +23,7 @@ from retain.config import Settings
 from retain.context import Provenance, explain
 from retain.errors import RetainError
 from retain.observe import configure_logging, disable_logging
+from retain.redaction import redact_record
 from retain.store.sqlite import SQLiteStore
 
 __all__ = ["LOG_FORMATS", "register"]
@@ -92,7 +93,7 @@ def explain_command(
     try:
         prov = explain(store, provenance_id)
         ids = [i.record_id for i in prov.items] + [x.record_id for x in prov.left_out]
-        present = {r.id: r.content for r in store.get(prov.namespace, ids)}
+        present = {r.id: redact_record(r).record.content for r in store.get(prov.namespace, ids)}  # as search shows it
     except RetainError as exc:
         _fail(str(exc))
     finally:
@@ -183,7 +184,7 @@ def _print_provenance(prov: Provenance, present: dict[str, str]) -> None:
 
 
 def _num(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
+    return "–" if value is None else f"{value:.4g}"
 
 
 def _preview(content: str | None) -> str:

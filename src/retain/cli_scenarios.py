@@ -144,7 +144,7 @@ def trace(
     encoder: Annotated[str, typer.Option(help="'minilm' (default) or 'hashing-<dim>'.")] = "minilm",
 ) -> None:
     """Replay one scenario and print, for each probe, the state, the top-k with score breakdowns
-    (content, state, prior, importance, alpha) and which needed events were missed."""
+    (content, state, prior, alpha) and which needed events were missed."""
     from retain import Memory
     from retain.cli import make_encoder
     from retain.eval.scenario_runner import get_retriever
@@ -177,7 +177,7 @@ def trace(
             for h, eid in zip(hits, ranked, strict=True):
                 mark = "needed" if eid in probe.needed else "FORBIDDEN" if eid in probe.forbidden else ""
                 s = h.scores
-                table.add_row(str(h.rank), eid, mark, h.record.type.value, f"{h.score:.3f}",
+                table.add_row(str(h.rank), eid, mark, h.record.type.value, f"{h.score:.4g}",
                               *(f"{s[c]:.3f}" if c in s else "–" for c in ("content", "state", "prior", "alpha")),
                               h.record.content[:70].replace("\n", " "))
             console.print(table)
