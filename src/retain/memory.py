@@ -144,7 +144,7 @@ class MemoryConfig:
 MIN_RECORD_CHARS = 16
 STATE_POOL = 20
 """Records a state brings into a search pool per state vector (whole, subgoal, last result)."""
-CORE_POOL = 100
+CORE_POOL = 50
 """Most core-tier records (newest first) a state-adaptive search considers."""
 RECENT_POOL = 8
 """Newest records a state-adaptive search considers."""
@@ -1322,7 +1322,14 @@ class Memory:
             records, lexical, dense_hits = drop_index_summaries(records, lexical, dense_hits)
         via_neighbor = [False] * len(records)
         if cfg.neighbors and records:
-            wanted = {(r.segment, r.seq + d) for r in records if r.seq is not None for d in (-1, 1) if r.seq + d >= 0}
+            content_ids = {h.id for h in lexical} | {h.id for h in dense_hits}  # a state's extras bring none
+            wanted = {
+                (r.segment, r.seq + d)
+                for r in records
+                if r.seq is not None and r.id in content_ids
+                for d in (-1, 1)
+                if r.seq + d >= 0
+            }
             seqs = {seq for _, seq in wanted}
             known = {r.id for r in records}
             if seqs:
