@@ -107,7 +107,7 @@ class MemoryConfig:
             (:func:`retain.conflict.find_updates`: correction cues, aligned value changes,
             negation flips) supersedes it in the same transaction: the old one keeps its content
             as history, leaves the core tier unless pinned, and is audited as "supersede" with the
-            reason and scores. Measured precision 1.000 / recall 0.900 on the shared scenarios
+            reason and scores. Measured precision 1.000 / recall 0.850 on the shared scenarios
             (``benchmarks/supersede_detection.py``).
         conflict_judge: optional second opinion (e.g. an LLM) that may veto each proposed
             supersede or merge (:class:`retain.conflict.ConflictJudge`); None = rules only.
