@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from retain.errors import BudgetInfeasible, InvalidInput, InvalidUtility
 
 __all__ = [
+    "DEFAULT_MERGE_THRESHOLD",
     "BoolArray",
     "FloatArray",
     "IntArray",
@@ -29,11 +30,13 @@ __all__ = [
     "UnitRows",
     "check_feasible",
     "cluster_counts",
+    "merge_candidates",
     "near_duplicate_clusters",
 ]
 
 _REL_TOL = 1e-9  # budget comparisons allow this relative slack (float sums of costs)
 _BLOCK = 1 << 22  # similarity blocks hold at most 4M float32 (16 MB)
+DEFAULT_MERGE_THRESHOLD = 0.92
 
 IntArray = NDArray[np.intp]
 BoolArray = NDArray[np.bool_]
@@ -329,11 +332,33 @@ def check_feasible(p: RetentionProblem) -> None:
     _quota_base(p)
 
 
+def merge_candidates(embeddings: Any, threshold: float = DEFAULT_MERGE_THRESHOLD) -> list[tuple[int, int]]:
+    """Pairs (i, j), i < j, of near-duplicates, cos(e_i, e_j) >= ``threshold``, in ascending order.
+
+    Args:
+        embeddings: (n, d) float32; rows are L2-normalised here.
+        threshold: cosine in [-1, 1]; higher = stricter.
+
+    Raises:
+        InvalidInput: wrong shape, non-finite or zero rows, or a threshold outside [-1, 1].
+    """
+    if not -1.0 <= threshold <= 1.0:
+        raise InvalidInput(f"threshold: must be in [-1, 1], got {threshold!r}")
+    e = _unit_rows(embeddings, "embeddings", None)
+    pairs: list[tuple[int, int]] = []
+    step = max(1, _BLOCK // max(e.shape[0], 1))
+    for s in range(0, e.shape[0], step):
+        rows, cols = np.nonzero(e[s : s + step] @ e.T >= np.float32(threshold))
+        upper = cols > rows + s
+        pairs.extend(zip((rows[upper] + s).tolist(), cols[upper].tolist(), strict=True))
+    return pairs
+
+
 def near_duplicate_clusters(embeddings: Any, threshold: float) -> IntArray:
     """(n,) intp cluster ids: connected components of the graph joining items with cos >= ``threshold``.
 
     Items with no near-duplicate get -1 (no cluster); clusters are numbered 0.. in order of their
-    first item. Single linkage over :func:`~retain.retention.merge_candidates` pairs.
+    first item. Single linkage over :func:`merge_candidates` pairs.
 
     Args:
         embeddings: (n, d) float32; rows are L2-normalised here.
@@ -345,18 +370,10 @@ def near_duplicate_clusters(embeddings: Any, threshold: float) -> IntArray:
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    if not -1.0 <= threshold <= 1.0:
-        raise InvalidInput(f"threshold: must be in [-1, 1], got {threshold!r}")
-    e = _unit_rows(embeddings, "embeddings", None)
-    n = e.shape[0]
-    rows: list[int] = []
-    cols: list[int] = []
-    step = max(1, _BLOCK // max(n, 1))
-    for s in range(0, n, step):
-        r, c = np.nonzero(e[s : s + step] @ e.T >= np.float32(threshold))
-        upper = c > r + s
-        rows.extend((r[upper] + s).tolist())
-        cols.extend(c[upper].tolist())
+    pairs = merge_candidates(embeddings, threshold)
+    n = np.asarray(embeddings).shape[0]
+    rows = [i for i, _ in pairs]
+    cols = [j for _, j in pairs]
     out = np.full(n, -1, dtype=np.intp)
     if not rows:
         return out

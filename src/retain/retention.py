@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from retain.constraints import (
+    _BLOCK,
+    DEFAULT_MERGE_THRESHOLD,
     BoolArray,
     FloatArray,
     IntArray,
@@ -36,7 +38,7 @@ from retain.constraints import (
     _result,
     _sims,
     _tol,
-    _unit_rows,
+    merge_candidates,
     near_duplicate_clusters,
 )
 from retain.errors import InvalidInput
@@ -63,8 +65,6 @@ __all__ = [
 DEFAULT_EXACT_LIMIT = 5000
 DEFAULT_TIME_LIMIT_S = 1.0
 DEFAULT_SEED = 0
-DEFAULT_MERGE_THRESHOLD = 0.92
-_BLOCK = 1 << 22  # similarity blocks hold at most 4M float32 (16 MB)
 _DENSE_SIMS = 4096  # lookahead holds the (n, n) float32 similarity matrix up to this many items (64 MB)
 
 
@@ -211,25 +211,3 @@ def solve(
     _check_mandatory(problem)
     rng = np.random.default_rng(DEFAULT_SEED) if rng is None else rng
     return POLICIES[policy](problem, rng=rng, exact_limit=exact_limit, time_limit_s=time_limit_s)
-
-
-def merge_candidates(embeddings: Any, threshold: float = DEFAULT_MERGE_THRESHOLD) -> list[tuple[int, int]]:
-    """Pairs (i, j), i < j, of near-duplicates, cos(e_i, e_j) >= ``threshold``, in ascending order.
-
-    Args:
-        embeddings: (n, d) float32; rows are L2-normalised here.
-        threshold: cosine in [-1, 1]; higher = stricter.
-
-    Raises:
-        InvalidInput: wrong shape, non-finite or zero rows, or a threshold outside [-1, 1].
-    """
-    if not -1.0 <= threshold <= 1.0:
-        raise InvalidInput(f"threshold: must be in [-1, 1], got {threshold!r}")
-    e = _unit_rows(embeddings, "embeddings", None)
-    pairs: list[tuple[int, int]] = []
-    step = max(1, _BLOCK // max(e.shape[0], 1))
-    for s in range(0, e.shape[0], step):
-        rows, cols = np.nonzero(e[s : s + step] @ e.T >= np.float32(threshold))
-        upper = cols > rows + s
-        pairs.extend(zip((rows[upper] + s).tolist(), cols[upper].tolist(), strict=True))
-    return pairs
