@@ -272,3 +272,19 @@ def test_state_scorer_false_disables_state_scoring() -> None:
     mem.add("Hard limit: total budget 4200 EUR.", namespace="n")
     hits = mem.search("budget", namespace="n", state={"phase": "x"})
     assert "alpha" not in hits[0].scores
+
+
+def test_probe_examples_replay_a_scenario_and_label_its_needed_events() -> None:
+    import json
+    from pathlib import Path
+
+    from retain.eval.sam_train import probe_examples
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "train" / "cs-telecom-fibre-outage-001.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    examples = probe_examples([path], HashingEncoder(dim=384))
+    assert [p.query for p in examples] == [p["query"] for p in doc["probes"]]
+    for p, probe in zip(examples, doc["probes"], strict=True):
+        assert p.needed == frozenset(probe["needed"])
+        labelled = {eid for eid, flag in zip(p.event_ids, p.example.needed, strict=True) if flag}
+        assert labelled == p.needed & set(p.event_ids)

@@ -147,8 +147,8 @@ def trace(
     (content, state, prior, alpha) and which needed events were missed."""
     from retain import Memory
     from retain.cli import make_encoder
-    from retain.eval.scenario_runner import get_retriever
-    from retain.eval.scenarios import actor_for_role, load_scenario
+    from retain.eval.scenario_runner import add_event, get_retriever, source_prefix
+    from retain.eval.scenarios import load_scenario
 
     try:
         sc = load_scenario(scenario)
@@ -157,14 +157,13 @@ def trace(
     except RetainError as exc:
         err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(code=2) from exc
-    prefix = f"scenario:{sc.id}:"
+    prefix = source_prefix(sc.id)
     order = {e.id: e.index for e in sc.events}
     done = -1
     with mem:
         for probe in sorted(sc.probes, key=lambda p: order[p.after]):
             for event in sc.events[done + 1 : order[probe.after] + 1]:
-                mem.add(event.text, namespace=sc.id, role=event.role, event_time=event.t, seq=event.index,
-                        source=prefix + event.id, actor=actor_for_role(event.role), state=event.state or None)
+                add_event(mem, sc.id, event)
             done = max(done, order[probe.after])
             hits = rank(mem, sc.id, probe.query, probe.state, k)
             ranked = [(h.record.source or "").removeprefix(prefix) for h in hits]

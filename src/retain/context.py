@@ -210,6 +210,10 @@ def _packed(args: Sequence[Any], kwargs: Mapping[str, Any], ctx: Context) -> dic
     }
 
 
+PHASE_LOOKBACK = 200
+"""How many of the newest records the working tier searches for the current phase's records."""
+
+
 @observed("context", args=("namespace", "k", "budget_tokens"), result=_packed)
 def pack(
     memory: Memory,
@@ -253,11 +257,10 @@ def pack(
         if not is_canary(r)
     ]
     phase = AgentState.from_dict(state).phase if state else None
-    recent = memory.store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=working, order="recent")
-    in_phase = []
-    if phase and working:
-        newest = memory.store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=200, order="recent")
-        in_phase = [r for r in newest if r.metadata.get(PHASE_KEY) == phase][:working]
+    depth = PHASE_LOOKBACK if phase and working else working  # one read serves both parts of the tier
+    newest = memory.store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=depth, order="recent")
+    recent = newest[:working]
+    in_phase = [r for r in newest if r.metadata.get(PHASE_KEY) == phase][:working] if phase else []
     working_set = [r for r in {r.id: r for r in [*recent, *in_phase]}.values() if not is_canary(r)]
     working_set = [redact_record(r).record for r in working_set]  # as search hits are: redacted
     hits = (

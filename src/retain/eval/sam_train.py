@@ -9,7 +9,6 @@ exactly as :meth:`retain.Memory.search` builds it for a state-carrying search. L
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,8 @@ import numpy as np
 
 from retain.basis import Encoder
 from retain.errors import InvalidInput
-from retain.eval.scenarios import actor_for_role
+from retain.eval.scenario_runner import add_event, source_prefix
+from retain.eval.scenarios import load_scenario
 from retain.lexical import is_terse
 from retain.memory import Memory
 from retain.retrieve import PRESETS
@@ -28,9 +28,6 @@ from retain.state import AgentState
 from retain.store.base import HOT_TIERS, RecordFilter
 
 __all__ = ["ProbeExample", "cross_validate", "probe_examples", "rank_metrics", "scenario_files"]
-
-EVENT_KEY = "event_id"
-
 
 @dataclass(frozen=True, slots=True)
 class ProbeExample:
@@ -53,39 +50,31 @@ def scenario_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample]:
-    """Replay each scenario file and return one example per probe (see the module docstring)."""
+    """Replay each scenario file and return one example per probe (see the module docstring).
+
+    Raises:
+        InvalidInput: a file that is not a valid ``retain-scenario/1`` document.
+    """
     out: list[ProbeExample] = []
     cfg = PRESETS["default"]
     flt = RecordFilter(tiers=HOT_TIERS)
     for path in files:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        sid = str(doc.get("id") or path.stem)
-        order = {e["id"]: i for i, e in enumerate(doc["events"])}
-        probes = sorted(doc.get("probes", []), key=lambda p: order[p["after"]])
+        sc = load_scenario(path)
+        prefix = source_prefix(sc.id)
+        order = {e.id: e.index for e in sc.events}
         with Memory(encoder=encoder, state_scorer=False) as mem:
             done = -1
-            for probe in probes:
-                for i in range(done + 1, order[probe["after"]] + 1):
-                    ev = doc["events"][i]
-                    mem.add(
-                        ev["text"],
-                        namespace=sid,
-                        role=ev.get("role") or "user",
-                        event_time=ev.get("t"),
-                        seq=i,
-                        source=f"scenario:{sid}:{ev['id']}",
-                        metadata={EVENT_KEY: ev["id"]},
-                        state=ev.get("state"),
-                        actor=actor_for_role(ev.get("role") or "user"),
-                    )
-                done = max(done, order[probe["after"]])
-                state = AgentState.from_dict(probe.get("state"))
+            for probe in sorted(sc.probes, key=lambda p: order[p.after]):
+                for event in sc.events[done + 1 : order[probe.after] + 1]:
+                    add_event(mem, sc.id, event)
+                done = max(done, order[probe.after])
+                state = AgentState.from_dict(probe.state)
                 encoded = mem.state_encoder.encode(state)
-                pool = mem._candidates(probe["query"], sid, flt, cfg, extra=mem._state_pool(sid, encoded, flt))
+                pool = mem._candidates(probe.query, sc.id, flt, cfg, extra=mem._state_pool(sc.id, encoded, flt))
                 scores = mem._fuse(pool, cfg)
-                cands, content, n_terms = mem._sam_inputs(sid, pool, scores, cfg)
-                ids = tuple(str(r.metadata.get(EVENT_KEY)) for r in pool.records)
-                needed = frozenset(probe.get("needed", []))
+                cands, content, n_terms = mem._sam_inputs(sc.id, pool, scores, cfg)
+                ids = tuple((r.source or "").removeprefix(prefix) for r in pool.records)
+                needed = frozenset(probe.needed)
                 example = SamExample(
                     state=encoded,
                     phase=state.phase,
@@ -93,10 +82,10 @@ def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample
                     content=np.asarray(content, dtype=np.float64),
                     needed=np.array([i in needed for i in ids], dtype=bool),
                     query_terms=n_terms,
-                    terse=is_terse(probe["query"]),
-                    group=sid,
+                    terse=is_terse(probe.query),
+                    group=sc.id,
                 )
-                out.append(ProbeExample(example, ids, needed, probe["query"]))
+                out.append(ProbeExample(example, ids, needed, probe.query))
     return out
 
 

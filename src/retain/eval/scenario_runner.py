@@ -47,7 +47,7 @@ from retain.basis import Encoder
 from retain.budget import Budget
 from retain.errors import BudgetInfeasible, InvalidInput
 from retain.eval.metrics import mean_or_none, recall_at_k, reciprocal_rank
-from retain.eval.scenarios import Probe, Scenario, actor_for_role
+from retain.eval.scenarios import Event, Probe, Scenario, actor_for_role
 from retain.eval.streams import CachingEncoder
 from retain.memory import Memory
 from retain.record import MemoryRecord, MemoryType, Tier
@@ -119,6 +119,32 @@ def get_retriever(name: str) -> Retriever:
         raise InvalidInput(f"retriever: unknown {name!r}; one of {sorted(RETRIEVERS)}") from None
 
 
+def source_prefix(scenario_id: str) -> str:
+    """The ``source`` prefix of a replayed scenario's records: ``"scenario:<id>:"`` + the event id."""
+    return f"scenario:{scenario_id}:"
+
+
+def add_event(mem: Memory, scenario_id: str, event: Event) -> str:
+    """Store one scenario event as every replay does (runner, ``retain trace``, SAM training): text,
+    role, time, position, ``source`` = :func:`source_prefix` + event id, the event's state, and the
+    event's role as the actor (:func:`~retain.eval.scenarios.actor_for_role`). ``gold`` is never read.
+    Returns the record id (an earlier one when the text is a duplicate).
+
+    Raises:
+        BudgetInfeasible: the namespace's mandatory records no longer fit its budget.
+    """
+    return mem.add(
+        event.text,
+        namespace=scenario_id,
+        role=event.role,
+        event_time=event.t,
+        seq=event.index,
+        source=source_prefix(scenario_id) + event.id,
+        actor=actor_for_role(event.role),
+        state=event.state or None,
+    )
+
+
 def _ranked_events(hits: Sequence[Hit], prefix: str) -> tuple[list[str], list[bool]]:
     """Event ids of ``hits`` in rank order (each event once) and whether each hit is current."""
     events: list[str] = []
@@ -159,7 +185,7 @@ def _replay(
 ) -> dict[str, Any]:
     """Replay one scenario into ``mem``; per-probe rows for every retriever, predicted types."""
     ns = scenario.id
-    prefix = f"scenario:{ns}:"
+    prefix = source_prefix(ns)
     by_after: dict[str, list[Probe]] = {}
     for probe in scenario.probes:
         by_after.setdefault(probe.after, []).append(probe)
@@ -168,16 +194,7 @@ def _replay(
     infeasible: dict[str, str] | None = None
     for event in scenario.events:
         try:
-            record_of[event.id] = mem.add(
-                event.text,
-                namespace=ns,
-                role=event.role,
-                event_time=event.t,
-                seq=event.index,
-                source=f"{prefix}{event.id}",
-                actor=actor_for_role(event.role),
-                state=event.state or None,
-            )
+            record_of[event.id] = add_event(mem, ns, event)
         except BudgetInfeasible as exc:
             infeasible = {"event": event.id, "message": str(exc)}
             break
