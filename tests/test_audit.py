@@ -308,14 +308,19 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def raw_sql(path: Path, *statements: str, params: Sequence[Sequence[Any]] = ()) -> None:
-    """Run statements on the file behind the store's back, append-only triggers dropped first."""
+def raw_sql(path: Path, *statements: str, params: Sequence[Sequence[Any]] = (), restore_triggers: bool = True) -> None:
+    """Run statements on the file behind the store's back: the append-only triggers are dropped
+    first and (as a careful attacker would) put back afterwards unless ``restore_triggers`` is False."""
     conn = sqlite3.connect(path, isolation_level=None)
     try:
+        saved = [sql for (sql,) in conn.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger'")]
         conn.execute("DROP TRIGGER IF EXISTS audit_no_update")
         conn.execute("DROP TRIGGER IF EXISTS audit_no_delete")
         for i, sql in enumerate(statements):
             conn.execute(sql, params[i] if i < len(params) else ())
+        if restore_triggers:
+            for sql in saved:
+                conn.execute(sql)
     finally:
         conn.close()
 
@@ -601,3 +606,12 @@ def test_cli_snapshot_and_diff(cli: typer.Typer, db: Path, tmp_path: Path) -> No
     assert lines[at + 1] == f"  {victim.id}  0 -> 2"
 
     assert runner.invoke(cli, ["diff", str(a), str(tmp_path / "nope.json")]).exit_code == 2
+
+
+def test_verify_fails_when_the_append_only_triggers_are_dropped(db: Path) -> None:
+    raw_sql(db, restore_triggers=False)  # drops both triggers, changes no row
+    report = verify_file(db)
+    assert not report.ok and report.entries == 12
+    assert report.problems == [
+        "append-only trigger(s) audit_no_delete, audit_no_update missing: the log can be edited in place"
+    ]

@@ -55,8 +55,13 @@ def test_another_subject_with_another_number_is_not_an_update(old: str, new: str
 def test_a_segment_summary_never_carries_sensitive_records() -> None:
     m = mem()
     m.add("We talked about the hotel booking in Lisbon.", namespace="h", segment="s1", seq=1)
-    m.add("The patient was diagnosed with diabetes type 2 last spring.", namespace="h", segment="s1", seq=2,
-          type="sensitive")
+    m.add(
+        "The patient was diagnosed with diabetes type 2 last spring.",
+        namespace="h",
+        segment="s1",
+        seq=2,
+        type="sensitive",
+    )
     m.add("The hotel is near the station in Lisbon, mail bob@example.com.", namespace="h", segment="s1", seq=3)
     m.summarize("h", "s1")
     m.compress_segment("h", "s1")
@@ -86,7 +91,11 @@ def test_bad_text_fields_are_refused_at_the_boundary(kwargs: dict[str, object]) 
 def test_provenance_holds_no_raw_secret() -> None:
     m = mem()
     m.add("Hotel near the station", namespace="p")
-    ctx = m.context("email john.doe@example.com card 4111 1111 1111 1111", namespace="p", budget_tokens=100,
-                    state={"constraints": {"card": "4111 1111 1111 1111"}})
+    ctx = m.context(
+        "email john.doe@example.com card 4111 1111 1111 1111",
+        namespace="p",
+        budget_tokens=100,
+        state={"constraints": {"card": "4111 1111 1111 1111"}},
+    )
     prov = m.explain(ctx.provenance_id)
     assert "john.doe@example.com" not in prov.query and "4111" not in str(prov.state)

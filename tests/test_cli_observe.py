@@ -102,3 +102,42 @@ def test_bad_log_value_is_refused(db: Path) -> None:
 def test_no_log_without_the_option(db: Path) -> None:
     result = runner.invoke(app, ["search", "ferry", "-n", NS, "--json"])
     assert result.exit_code == 0 and result.stderr == ""
+
+
+@pytest.fixture
+def db384(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A store whose encoder fits the shipped state scorer (384 dims), with phase-tagged records."""
+    monkeypatch.setenv("RETAIN_ENCODER", "hashing-384")
+    path = tmp_path / "state.db"
+    monkeypatch.setenv("RETAIN_DB", str(path))
+    with Memory(path, encoder=HashingEncoder(384)) as mem:
+        mem.add("Keep the total under 900 EUR.", namespace=NS, type="hard_constraint")
+        mem.add("Hotel Miramar has a sea view room at 180 EUR.", namespace=NS, state={"phase": "book_hotel"})
+        for i in range(6):
+            mem.add(f"Museum note {i}: the gallery opens at ten.", namespace=NS, state={"phase": "plan_museums"})
+    return path
+
+
+def test_context_and_search_take_a_state(db384: Path) -> None:
+    state = json.dumps({"phase": "book_hotel", "subgoals": ["book the sea view room"]})
+    packed = runner.invoke(app, ["context", "ok, continue", "-n", NS, "--budget", "60", "--json", "--state", state])
+    assert packed.exit_code == 0, packed.output
+    doc = json.loads(packed.stdout)
+    assert doc["state"]["phase"] == "book_hotel"
+    assert "Miramar" in doc["text"] and "900 EUR" in doc["text"]  # the phase's record and the constraint
+    found = runner.invoke(app, ["search", "ok, continue", "-n", NS, "-k", "3", "--json", "--state", state])
+    assert found.exit_code == 0, found.output
+    hits = json.loads(found.stdout)
+    assert all("state" in h["scores"] for h in hits)  # the state-adaptive breakdown is there
+    assert "Miramar" in hits[0]["record"]["content"]
+    without = json.loads(runner.invoke(app, ["search", "ok, continue", "-n", NS, "-k", "3", "--json"]).stdout)
+    assert all("state" not in h["scores"] for h in without)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("{not json", "--state: not valid JSON"), ("[1, 2]", "must be a JSON object"), ("@/no/such/file", "cannot read")],
+)
+def test_bad_state_is_refused_at_the_boundary(db384: Path, value: str, message: str) -> None:
+    result = runner.invoke(app, ["search", "hotel", "-n", NS, "--state", value])
+    assert result.exit_code != 0 and message in result.output

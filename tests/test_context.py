@@ -211,7 +211,10 @@ def test_working_tier_holds_the_newest_and_the_current_phase() -> None:
         ids.append(mem.add(f"The {w} note is filed here.", namespace="w", state={"phase": phase}))
     ctx = mem.context("ok, continue", namespace="w", budget_tokens=500, state={"phase": "b"}, working=2)
     working = [i.record_id for i in ctx.items if i.why == "working"]
-    assert working == [ids[14], ids[13], ids[12], ids[11]]  # two newest, then phase b's two newest
+    assert working == [ids[12], ids[11], ids[14], ids[13]]  # phase b's two newest, then the two newest
+    tight = mem.context("ok, continue", namespace="w", budget_tokens=18, state={"phase": "b"}, working=2)
+    kept = [i.record_id for i in tight.items if i.why == "working"]
+    assert kept and kept == [ids[12], ids[11], ids[14], ids[13]][: len(kept)]  # a tight budget keeps the phase first
     small = mem.context("ok, continue", namespace="w", budget_tokens=500, working=0)
     assert not [i for i in small.items if i.why == "working"]
     with pytest.raises(InvalidInput, match="working"):

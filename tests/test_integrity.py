@@ -8,6 +8,7 @@ import pytest
 
 from retain import BudgetInfeasible, Forbidden, HashingEncoder, Memory, MemoryConfig, MemoryType, Tier
 from retain.budget import Budget
+from retain.store.base import RecordFilter
 
 NS = "trip-42"
 CONSTRAINTS = ("The total budget must stay under 5000 EUR.", "Must be home by Aug 18.", "No flights before 7am.")
@@ -180,3 +181,27 @@ def test_retention_report_with_quotas_and_diversity() -> None:
     assert report.slack["quota:soft_preference"] == 0 and report.slack["budget"] == 0
     with pytest.raises(BudgetInfeasible, match="quota:soft_preference"):
         m.retention_report(NS, quotas={"soft_preference": 4})
+
+
+@pytest.mark.parametrize("actor", UNTRUSTED)
+def test_untrusted_actors_cannot_add_pinned_records(actor: str) -> None:
+    m = memory(10)
+    kept = m.add("Existing note.", namespace=NS)
+    with pytest.raises(Forbidden, match="may not create pinned records"):
+        m.add_many(
+            [{"content": "harmless"}, {"content": "Always keep this forever.", "pinned": True}],
+            namespace=NS,
+            actor=actor,
+        )
+    assert [r.id for r in m.store.list_records(NS, RecordFilter(tiers=None))] == [
+        kept
+    ]  # nothing of the batch was written
+    refused = [e for e in audit(m, "add") if e["details"].get("outcome") == "refused"]
+    assert [e["actor"] for e in refused] == [actor]
+
+
+@pytest.mark.parametrize("actor", TRUSTED)
+def test_trusted_actors_add_pinned_records_to_core(actor: str) -> None:
+    m = memory(10)
+    rid = m.add("Keep the passport scan.", namespace=NS, pinned=True, actor=actor)
+    assert m.get(rid, namespace=NS).tier is Tier.CORE

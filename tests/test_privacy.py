@@ -235,3 +235,18 @@ def test_import_loads_no_detector_library() -> None:
         "assert p.contains_sensitive('mail dana@example.org')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("联系我 ｄａｎａ＠ｅｘａｍｐｌｅ．ｏｒｇ 谢谢", "email"),
+        ("key: ｓｋ－ｔｅｓｔ－ＡＢＣ１２３４５６７８９０", "api_key"),
+        ("card ４１１１ １１１１ １１１１ １１１１ thanks", "card"),
+    ],
+)
+def test_full_width_forms_are_detected_on_their_nfkc_form(text: str, kind: str) -> None:
+    redacted, found = redact(text)
+    assert [f.kind for f in found] == [kind]
+    assert redacted == text[: found[0].start] + f"[{kind.upper()}]" + text[found[0].end :]
+    assert not any(ch in redacted for ch in "＠１４") and contains_sensitive(text)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from retain import HashingEncoder, InvalidInput, Memory
+from retain import Forbidden, HashingEncoder, InvalidInput, Memory
 from retain.cli import app
 from retain.handoff import TYPED_SENSITIVE_REASON, build_handoff
 from retain.record import content_hash
@@ -171,7 +171,7 @@ def test_audit_holds_no_raw_secret_after_add_update_delete(tmp_path: Path) -> No
     log = mem.store.audit_log(NS)
     text = json.dumps(log, ensure_ascii=False)
     assert not any(secret in text for secret in raw)
-    assert [e["op"] for e in log] == ["add", "supersede", "update", "delete", "delete"]
+    assert [e["op"] for e in log] == ["add", "supersede", "update", "export", "delete", "delete"]
     deleted = {e["record_id"] for e in log if e["op"] == "delete"}
     assert deleted == {rid, new}
     assert next(e for e in log if e["op"] == "update")["reason"] == "rotated [API_KEY] for [EMAIL]"
@@ -295,3 +295,31 @@ def test_merged_paraphrase_sources_are_redacted_in_export_and_audit() -> None:
     merge = next(e for e in mem.store.audit_log(NS) if e["op"] == "merge")
     assert merge["details"] == {"merged_source": "mail:[EMAIL]"}
     assert "dana@example.org" not in json.dumps(mem.store.audit_log(NS))
+
+
+# --- egress is audited; raw export needs a trusted actor -------------------------------------------
+
+
+def test_export_and_handoff_are_audited_without_content(mem: Memory) -> None:
+    mem.add(BAD, namespace=NS)
+    mem.export(namespace=NS)
+    mem.export(namespace=NS, allow_raw=True, actor="admin")
+    mem.handoff(NS, fmt="json", actor="agent")
+    entries = [e for e in mem.store.audit_log(NS) if e["op"] in ("export", "handoff")]
+    assert [(e["op"], e["actor"], e["details"]["raw"]) for e in entries] == [
+        ("export", "user", False),
+        ("export", "admin", True),
+        ("handoff", "agent", False),
+    ]
+    assert entries[0]["details"]["records"] == 1 and entries[2]["details"]["withheld"] == 1
+    assert not any(secret in json.dumps(mem.store.audit_log(NS)) for secret in RAW)
+
+
+@pytest.mark.parametrize("actor", ["tool", "agent", "retrieved"])
+def test_untrusted_actor_may_not_export_raw(mem: Memory, actor: str) -> None:
+    mem.add(BAD, namespace=NS)
+    with pytest.raises(Forbidden, match="may not export unredacted"):
+        mem.export(namespace=NS, allow_raw=True, actor=actor)
+    refused = [e for e in mem.store.audit_log(NS) if e["op"] == "export"]
+    assert [(e["actor"], e["details"]["outcome"]) for e in refused] == [(actor, "refused")]
+    assert "[API_KEY]" in mem.export(namespace=NS, actor=actor)  # the redacted copy is still allowed

@@ -34,8 +34,14 @@ class CountingEncoder(HashingEncoder):
 
 def test_state_from_dict_keeps_unknown_keys_and_drops_blanks() -> None:
     st = AgentState.from_dict(
-        {"phase": "book_hotel", "subgoals": ["", "pick hotel"], "constraints": {"budget": 5000, " ": "x"},
-         "uncertain": ["dates"], "last_result": "  ", "mood": "tired"}
+        {
+            "phase": "book_hotel",
+            "subgoals": ["", "pick hotel"],
+            "constraints": {"budget": 5000, " ": "x"},
+            "uncertain": ["dates"],
+            "last_result": "  ",
+            "mood": "tired",
+        }
     )
     assert st.phase == "book_hotel"
     assert st.subgoals == ("pick hotel",)
@@ -74,8 +80,13 @@ def test_perceiver_tracks_constraints_corrections_and_results() -> None:
     old = MemoryRecord(id=new_id(), namespace="n", content="Budget under 4000 EUR", type=MemoryType.HARD_CONSTRAINT)
     p.observe(old)
     assert list(p.state.constraints.values()) == ["Budget under 4000 EUR"]
-    new = MemoryRecord(id=new_id(), namespace="n", content="Correction: budget under 4500 EUR",
-                       type=MemoryType.HARD_CONSTRAINT, supersedes=old.id)
+    new = MemoryRecord(
+        id=new_id(),
+        namespace="n",
+        content="Correction: budget under 4500 EUR",
+        type=MemoryType.HARD_CONSTRAINT,
+        supersedes=old.id,
+    )
     p.observe(new)
     assert list(p.state.constraints.values()) == ["Correction: budget under 4500 EUR"]
     p.observe(MemoryRecord(id=new_id(), namespace="n", content="Flight booked", type=MemoryType.ACTION_RESULT))
@@ -107,9 +118,16 @@ def test_state_encoder_memoises_texts() -> None:
 def _zero_scorer(dim: int, **changes: object) -> StateScorer:
     f, t = len(STATE_FEATURES), len(TYPES)
     params: dict[str, object] = {
-        "theta": np.zeros(f), "gamma": np.zeros(3), "type_bias": np.zeros(t), "B": np.zeros((t, 2)),
-        "P": np.zeros((dim, 2)), "W1": np.zeros((2, 2 * dim)), "W2": np.zeros((dim, 2)),
-        "alpha": np.array([0.0, 0.0, 0.0, 0.0, 0.0]), "mean": np.zeros(f), "scale": np.ones(f),
+        "theta": np.zeros(f),
+        "gamma": np.zeros(3),
+        "type_bias": np.zeros(t),
+        "B": np.zeros((t, 2)),
+        "P": np.zeros((dim, 2)),
+        "W1": np.zeros((2, 2 * dim)),
+        "W2": np.zeros((dim, 2)),
+        "alpha": np.array([0.0, 0.0, 0.0, 0.0, 0.0]),
+        "mean": np.zeros(f),
+        "scale": np.ones(f),
     }
     params.update(changes)
     return StateScorer(params)
@@ -135,8 +153,7 @@ def test_scorer_mixes_state_and_content_by_alpha() -> None:
     final, parts, alpha = scorer.score(state, "book_hotel", cands, content, query_terms=0, terse=True)
     assert alpha > 0.99
     assert int(np.argmax(final)) == 0  # the record matching the subgoal, not the content favourite
-    final, parts, alpha = scorer.score(state, "book_hotel", cands, content, query_terms=0, terse=True,
-                                       empty_state=True)
+    final, parts, alpha = scorer.score(state, "book_hotel", cands, content, query_terms=0, terse=True, empty_state=True)
     assert alpha == 0.0
     np.testing.assert_allclose(final, content)
     assert set(parts) == {"content", "state", "prior", "importance", "alpha", "phase_known"}
@@ -147,8 +164,9 @@ def test_unseen_phase_is_reported_and_scoring_stays_finite() -> None:
     recs = _records(["a", "b"], enc)
     scorer = _zero_scorer(DIM)
     state = StateEncoder(enc).encode({"phase": "never seen"})
-    final, parts, alpha = scorer.score(state, "never seen", candidates_from_records(recs), np.zeros(2),
-                                       query_terms=1, terse=False)
+    final, parts, alpha = scorer.score(
+        state, "never seen", candidates_from_records(recs), np.zeros(2), query_terms=1, terse=False
+    )
     assert np.all(np.isfinite(final))
     assert parts["phase_known"].tolist() == [0.0, 0.0]
     assert 0.0 <= alpha <= 1.0
@@ -216,8 +234,11 @@ def test_training_learns_to_find_what_the_state_needs() -> None:
     def top1(scorer: StateScorer | None) -> float:
         hits = 0
         for e in test:
-            scores = e.content if scorer is None else scorer.score(
-                e.state, e.phase, e.cands, e.content, query_terms=0, terse=True)[0]
+            scores = (
+                e.content
+                if scorer is None
+                else scorer.score(e.state, e.phase, e.cands, e.content, query_terms=0, terse=True)[0]
+            )
             hits += int(np.argmax(scores) == int(np.flatnonzero(e.needed)[0]))
         return hits / len(test)
 
@@ -238,15 +259,17 @@ def _memory_with_scorer() -> tuple[Memory, StateScorer]:
 def test_search_with_state_surfaces_what_the_phase_needs() -> None:
     mem, _ = _memory_with_scorer()
     ns = "trip"
-    mem.add("Hard limit: total budget 4200 EUR.", namespace=ns, type="hard_constraint",
-            state={"phase": "clarify"})
-    hotel = mem.add("We prefer a hotel with a pool near the old town.", namespace=ns,
-                    state={"phase": "clarify"})
+    mem.add("Hard limit: total budget 4200 EUR.", namespace=ns, type="hard_constraint", state={"phase": "clarify"})
+    hotel = mem.add("We prefer a hotel with a pool near the old town.", namespace=ns, state={"phase": "clarify"})
     for i in range(30):
         mem.add(f"chatter line number {i} about the weather and the football", namespace=ns)
     plain = mem.search("ok, continue", namespace=ns, k=3)
-    stated = mem.search("ok, continue", namespace=ns, k=3,
-                        state={"phase": "book_hotel", "subgoals": ["hotel with a pool near the old town"]})
+    stated = mem.search(
+        "ok, continue",
+        namespace=ns,
+        k=3,
+        state={"phase": "book_hotel", "subgoals": ["hotel with a pool near the old town"]},
+    )
     assert stated[0].record.id == hotel  # the state's subgoal decides, not the terse query
     assert stated[0].scores["state"] > max(h.scores["state"] for h in stated[1:])
     assert [h.record.id for h in plain] != [h.record.id for h in stated]

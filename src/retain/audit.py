@@ -15,7 +15,10 @@ What a hash chain can and cannot show:
   counter);
 * the hash is not keyed: someone with write access who rewrites an entry *and re-hashes every entry
   after it* leaves a valid chain. Only a hash recorded outside the store catches that
-  (``checkpoints``; ``retain audit verify`` prints the head to record).
+  (``checkpoints``; ``retain audit verify`` prints the head to record);
+* a chain that verifies says nothing about the next edit: :func:`verify_store` also fails when the
+  SQLite triggers that refuse UPDATE / DELETE on the audit table (:data:`APPEND_ONLY_TRIGGERS`) have
+  been dropped.
 
 Snapshots (:func:`snapshot`, :func:`diff`) record ids, content hashes and retention fields of every
 record of a namespace, never content, so two points in time can be compared after the fact.
@@ -27,7 +30,7 @@ import json
 import sqlite3
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -258,6 +261,11 @@ class RawAudit(NamedTuple):
 
     entries: list[dict[str, Any]]
     last_seq: int | None
+    triggers: frozenset[str] = frozenset()
+
+
+APPEND_ONLY_TRIGGERS = frozenset({"audit_no_update", "audit_no_delete"})
+"""Triggers of the SQLite schema that refuse UPDATE and DELETE on the audit table."""
 
 
 def read_audit_raw(store: SQLiteStore) -> RawAudit:
@@ -282,9 +290,11 @@ def read_audit_raw(store: SQLiteStore) -> RawAudit:
         try:
             rows = [dict(zip(ENTRY_FIELDS, row, strict=True)) for row in conn.execute(sql)]
             counter = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'audit'").fetchone()
+            triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")
+            names = frozenset(name for (name,) in triggers)
         finally:
             conn.execute("COMMIT")
-    return RawAudit(rows, None if counter is None else int(counter[0]))
+    return RawAudit(rows, None if counter is None else int(counter[0]), names)
 
 
 def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) -> VerifyReport:
@@ -308,7 +318,12 @@ def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) 
             raw = read_audit_raw(store)
         except sqlite3.DatabaseError as exc:
             return _unreadable(f"audit table unreadable: {exc}")
-        return verify_chain(raw.entries, last_seq=raw.last_seq, checkpoints=checkpoints)
+        report = verify_chain(raw.entries, last_seq=raw.last_seq, checkpoints=checkpoints)
+        missing = sorted(APPEND_ONLY_TRIGGERS - raw.triggers)
+        if missing:  # the chain may still verify, but nothing stops the next in-place edit
+            note = f"append-only trigger(s) {', '.join(missing)} missing: the log can be edited in place"
+            report = replace(report, ok=False, problems=[*report.problems, note])
+        return report
     try:
         entries = store.audit_log()
     except Exception as exc:  # any backend failure is a finding, not a crash

@@ -113,6 +113,7 @@ def add_canary(
             namespace (a canary must be a record of its own).
         TextTooLong: content over ``config.max_record_chars`` (a canary is never split).
         BudgetInfeasible: with a budget, the namespace's mandatory records would no longer fit.
+        Forbidden: ``actor`` is not trusted (a canary is pinned; see :mod:`retain.integrity`).
     """
     from retain.memory import NewMemory
 

@@ -16,6 +16,7 @@ from retain.basis import DEFAULT_ENCODER, Encoder, HashingEncoder, MiniLMEncoder
 from retain.cli_audit import register as register_audit
 from retain.cli_observe import register as register_observe
 from retain.cli_observe import setup_logging
+from retain.cli_options import DbOption, NamespaceOption, RawOption, StateOption, parse_state
 from retain.cli_scenarios import register as register_scenarios
 from retain.cli_segments import register as register_segments
 from retain.cli_utility import register as register_utility
@@ -58,9 +59,6 @@ def _global_options(
 console = Console(width=None if sys.stdout.isatty() else 140)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
-DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
-NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")]
-RawOption = Annotated[bool, typer.Option("--raw", help="Show secrets and personal data as stored (no redaction).")]
 EncoderOption = Annotated[
     str, typer.Option("--encoder", help=f"Encoder: 'minilm' ({DEFAULT_ENCODER}, default) or 'hashing-<dim>' (tests).")
 ]
@@ -143,16 +141,27 @@ def search(
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
     raw: RawOption = False,
     window: Annotated[int, typer.Option(help="Also show each hit's neighbouring turns (seq +- window).")] = 0,
+    state: StateOption = None,
     db: DbOption = None,
 ) -> None:
     """Search one namespace; prints hits with their score breakdown (higher = more relevant).
 
-    Secrets and personal data in the hits are shown as typed placeholders ([EMAIL]) unless --raw."""
+    With --state, the agent's task state drives the ranking (state-adaptive search; a terse query
+    such as "ok, continue" leans on it). Secrets and personal data in the hits are shown as typed
+    placeholders ([EMAIL]) unless --raw."""
     try:
+        agent_state = parse_state(state)
         with _open(db) as mem:
             tiers = ["core", "dynamic", "archive"] if archive else None
             hits = mem.search(
-                query, namespace=namespace, k=k, config=preset, tiers=tiers, allow_raw=raw, window=window
+                query,
+                namespace=namespace,
+                k=k,
+                config=preset,
+                tiers=tiers,
+                allow_raw=raw,
+                window=window,
+                state=agent_state,
             )
     except RetainError as exc:
         _fail(exc)

@@ -13,6 +13,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from retain.audit import Snapshot, SnapshotDiff, diff, snapshot, verify_store
+from retain.cli_options import DbOption
 from retain.config import Settings
 from retain.errors import RetainError
 from retain.store.sqlite import SQLiteStore
@@ -20,8 +21,6 @@ from retain.store.sqlite import SQLiteStore
 __all__ = ["audit_app", "register"]
 
 audit_app = typer.Typer(help="The audit log: check that it is intact.", no_args_is_help=True)
-
-DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
 
 
 def register(app: typer.Typer) -> None:

@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from retain.canary import check
+from retain.cli_options import DbOption, NamespaceOption, StateOption, parse_state
 from retain.config import Settings
 from retain.context import Provenance, explain
 from retain.errors import RetainError
@@ -29,9 +30,6 @@ from retain.store.sqlite import SQLiteStore
 __all__ = ["LOG_FORMATS", "register"]
 
 LOG_FORMATS = ("json", "console")
-
-DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
-NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")]
 
 
 def register(app: typer.Typer) -> None:
@@ -60,14 +58,19 @@ def context_command(
     budget: Annotated[int, typer.Option("--budget", help="Token budget of the context (encoder tokens).")],
     k: Annotated[int, typer.Option("-k", help="Search candidates considered.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print text and provenance as JSON.")] = False,
+    state: StateOption = None,
     db: DbOption = None,
 ) -> None:
-    """Pack a prompt context within a token budget; prints it and its provenance id."""
+    """Pack a prompt context within a token budget; prints it and its provenance id.
+
+    With --state, the working tier takes the current phase's records and the long-term hits are
+    ranked by state-adaptive search."""
     from retain.cli import _open
 
     try:
+        agent_state = parse_state(state)
         with _open(db) as mem:
-            ctx = mem.context(query, namespace=namespace, budget_tokens=budget, k=k)
+            ctx = mem.context(query, namespace=namespace, budget_tokens=budget, k=k, state=agent_state)
     except RetainError as exc:
         _fail(str(exc))
     if as_json:

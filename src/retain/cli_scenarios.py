@@ -176,9 +176,15 @@ def trace(
             for h, eid in zip(hits, ranked, strict=True):
                 mark = "needed" if eid in probe.needed else "FORBIDDEN" if eid in probe.forbidden else ""
                 s = h.scores
-                table.add_row(str(h.rank), eid, mark, h.record.type.value, f"{h.score:.4g}",
-                              *(f"{s[c]:.3f}" if c in s else "–" for c in ("content", "state", "prior", "alpha")),
-                              h.record.content[:70].replace("\n", " "))
+                table.add_row(
+                    str(h.rank),
+                    eid,
+                    mark,
+                    h.record.type.value,
+                    f"{h.score:.4g}",
+                    *(f"{s[c]:.3f}" if c in s else "–" for c in ("content", "state", "prior", "alpha")),
+                    h.record.content[:70].replace("\n", " "),
+                )
             console.print(table)
             console.print(f"  missed needed: {', '.join(missed) or 'none'}")
 
@@ -227,7 +233,12 @@ def train_sam(
         table.add_column(col, no_wrap=True)
     for name, fig in rows:
         a, t = fig["all"], fig["terse"]
-        table.add_row(name, str(a["probes"]), *(_cell(a.get(m)) for m in ("recall@5", "recall@10", "mrr")),
-                      str(t["probes"]), *(_cell(t.get(m)) for m in ("recall@5", "recall@10", "mrr")))
+        table.add_row(
+            name,
+            str(a["probes"]),
+            *(_cell(a.get(m)) for m in ("recall@5", "recall@10", "mrr")),
+            str(t["probes"]),
+            *(_cell(t.get(m)) for m in ("recall@5", "recall@10", "mrr")),
+        )
     console.print(table)
     console.print(f"model: {out}")

@@ -7,19 +7,17 @@ Wired into the main app by ``register(app)`` from :mod:`retain.cli`.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from retain.cli_options import DbOption, NamespaceOption
 from retain.errors import RetainError
 
 __all__ = ["register"]
 
 _console = Console(width=None if sys.stdout.isatty() else 140)
-DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
-NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")]
 
 
 def register(app: typer.Typer) -> None:

@@ -4,8 +4,9 @@
 
 1. the namespace's current hard constraints (type ``hard_constraint``, hot, not superseded) in the
    order they were stored: mandatory, all of them, or :class:`~retain.errors.BudgetInfeasible`;
-2. the working tier: the ``working`` newest current records of the namespace, plus (with a state)
-   up to ``working`` records written in the state's current phase, newest first (``why="working"``);
+2. the working tier (``why="working"``): with a state, first up to ``working`` records written in
+   the state's current phase, newest first (the task at hand); then the ``working`` newest current
+   records of the namespace, newest first;
 3. then search hits (:meth:`Memory.search` with the state, so state-adaptive; ``k`` current
    candidates) best first, the long-term tier.
 
@@ -261,7 +262,7 @@ def pack(
     newest = memory.store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=depth, order="recent")
     recent = newest[:working]
     in_phase = [r for r in newest if r.metadata.get(PHASE_KEY) == phase][:working] if phase else []
-    working_set = [r for r in {r.id: r for r in [*recent, *in_phase]}.values() if not is_canary(r)]
+    working_set = [r for r in {r.id: r for r in [*in_phase, *recent]}.values() if not is_canary(r)]
     working_set = [redact_record(r).record for r in working_set]  # as search hits are: redacted
     hits = (
         memory.search(query, namespace=namespace, k=2 * k, include_superseded=True, state=state or None)
@@ -315,8 +316,18 @@ def pack(
         packed.add(rec.id)
         held[rec.content_hash] = rec.id
         lines.append(render_line(rec))
-        items.append(ContextItem(record_id=rec.id, why="working", tokens=tokens[rec.id], score=None, scores={},
-                                 rank=None, source=rec.source, type=rec.type.value))
+        items.append(
+            ContextItem(
+                record_id=rec.id,
+                why="working",
+                tokens=tokens[rec.id],
+                score=None,
+                scores={},
+                rank=None,
+                source=rec.source,
+                type=rec.type.value,
+            )
+        )
     for hit in candidates:
         rec = hit.record
         if rec.id in packed:

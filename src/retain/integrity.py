@@ -5,8 +5,8 @@ constraint or a pinned record. Protected records live in the ``core`` tier; no b
 them, and a hard constraint leaves ``core`` only when a newer version supersedes it.
 
 Actors are trusted (``MemoryConfig.trusted_actors``, default ``user`` and ``admin``) or untrusted
-(``tool``, ``retrieved``, ``agent`` and every other name). Only a trusted actor may pin, unpin,
-update or delete a protected record. An untrusted request is refused, never silently narrowed:
+(``tool``, ``retrieved``, ``agent`` and every other name). Only a trusted actor may add a pinned
+record, or pin, unpin, update or delete a protected one. An untrusted request is refused, never silently narrowed:
 ``delete``, ``delete_all``, ``update``, ``pin`` and ``unpin`` raise :class:`~retain.errors.Forbidden`;
 :func:`forget` (bulk) removes what it may, skips the protected records and reports them. Every
 attempt, allowed or refused, is written to the audit log with the actor, the reason and the outcome
@@ -38,6 +38,7 @@ __all__ = [
     "ForgetReport",
     "RetentionReport",
     "check_actor",
+    "check_pin_on_add",
     "forget",
     "is_trusted",
     "retention_report",
@@ -81,6 +82,26 @@ def check_actor(
     raise Forbidden(
         f"{op}: actor {actor!r} is not trusted and may not change protected records ({ids}); "
         f"trusted actors: {sorted(mem.config.trusted_actors)}. The refusal is audited."
+    )
+
+
+def check_pin_on_add(mem: Memory, indexes: Sequence[int], *, namespace: str, actor: str) -> None:
+    """Refuse new records with ``pinned=True`` from an untrusted ``actor``: a pinned record can never
+    be evicted, so a tool output or a retrieved page must not be able to create one (it could fill
+    the core tier). ``indexes`` are the positions of the pinned items in the batch.
+
+    The refusal is audited (one "add" entry, ``outcome="refused"``) and nothing of the batch is written.
+
+    Raises:
+        Forbidden: names the actor and the item positions.
+    """
+    if is_trusted(actor, mem.config.trusted_actors):
+        return
+    where = ", ".join(map(str, indexes))
+    mem.store.batch([AppendAudit(_entry(namespace, "add", None, actor, "pinned add by untrusted actor", "refused"))])
+    raise Forbidden(
+        f"add: actor {actor!r} is not trusted and may not create pinned records (item {where}); "
+        f"trusted actors: {sorted(mem.config.trusted_actors)}. Nothing was written; the refusal is audited."
     )
 
 

@@ -21,7 +21,7 @@ from retain import integrity
 from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
 from retain.canary import drop_canaries, is_canary
-from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, TextTooLong
+from retain.errors import EncoderMismatch, Forbidden, InvalidInput, RecordNotFound, TextTooLong
 from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
 from retain.lexical import index_terms, is_terse, query_terms
@@ -334,6 +334,8 @@ class Memory:
                 splitting off); the message names the limit.
             BudgetInfeasible: the namespace's mandatory records (hard constraints, pinned) would no
                 longer fit in the budget; nothing is written.
+            Forbidden: ``pinned=True`` from an actor outside ``config.trusted_actors`` (audited;
+                nothing is written).
         """
         item = NewMemory(
             content=content,
@@ -365,11 +367,12 @@ class Memory:
             InvalidInput, TextTooLong: as :meth:`add`, naming the index of the bad item.
         """
         validate_namespace(namespace)
-        if not isinstance(actor, str) or not actor:
-            raise InvalidInput(f"actor: must be a non-empty string, got {actor!r}")
-        _check_text(actor, "actor")
+        _check_actor(actor)
         parsed = [self._coerce_item(item, i) for i, item in enumerate(items)]
         used = [check_derived(item.derived_from, i) for i, item in enumerate(parsed)]
+        pinned_items = [i for i, item in enumerate(parsed) if item.pinned is True]
+        if pinned_items:
+            integrity.check_pin_on_add(self, pinned_items, namespace=namespace, actor=actor)
         drafts: list[list[MemoryRecord]] = []
         for i, item in enumerate(parsed):
             try:
@@ -493,8 +496,14 @@ class Memory:
             for new, d in found:
                 if d.target is not None and (d.target.pinned or d.target.type is MemoryType.HARD_CONSTRAINT):
                     refused.append(
-                        AuditEntry(namespace, "supersede", d.target.id, actor, "untrusted actor: protected record kept",
-                                   details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.signals)})
+                        AuditEntry(
+                            namespace,
+                            "supersede",
+                            d.target.id,
+                            actor,
+                            "untrusted actor: protected record kept",
+                            details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.signals)},
+                        )
                     )
                 else:
                     keep.append((new, d))
@@ -1459,7 +1468,13 @@ class Memory:
     # --- export / info --------------------------------------------------------------------
 
     def export(
-        self, *, namespace: str, include_history: bool = True, include_archive: bool = True, allow_raw: bool = False
+        self,
+        *,
+        namespace: str,
+        include_history: bool = True,
+        include_archive: bool = True,
+        allow_raw: bool = False,
+        actor: str = "user",
     ) -> str:
         """The namespace as JSON (UTF-8 characters kept literal, not escaped), without embeddings.
 
@@ -1467,15 +1482,26 @@ class Memory:
         By default (``allow_raw=False``) each record is a redacted copy
         (:func:`retain.redaction.redact_record`: placeholders such as ``"[API_KEY]"`` in content
         and metadata, ``metadata["redacted"]`` = kinds withheld, ``content_hash`` of the redacted
-        text) and ``"redacted"`` is true; ``allow_raw=True`` exports what is stored.
+        text) and ``"redacted"`` is true; ``allow_raw=True`` exports what is stored and is allowed
+        only to an actor in ``config.trusted_actors``. Every export is audited ("export": actor,
+        record count, redacted or raw; never content).
 
         Raises:
-            InvalidInput: bad namespace; ``allow_raw`` not a bool.
+            InvalidInput: bad namespace; ``allow_raw`` not a bool; bad actor.
+            Forbidden: ``allow_raw=True`` from an untrusted actor (the refusal is audited).
         """
         validate_namespace(namespace)
         _check_allow_raw(allow_raw)
+        _check_actor(actor)
+        if allow_raw and not integrity.is_trusted(actor, self.config.trusted_actors):
+            self._audit_egress(namespace, "export", actor, "refused", raw=True)
+            raise Forbidden(
+                f"export: actor {actor!r} is not trusted and may not export unredacted records; "
+                f"trusted actors: {sorted(self.config.trusted_actors)}. The refusal is audited."
+            )
         flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_history)
         records = self.store.list_records(namespace, flt)
+        self._audit_egress(namespace, "export", actor, "done", raw=allow_raw, records=len(records))
         if not allow_raw:
             records = [redact_record(r).record for r in records]
         doc = {
@@ -1487,21 +1513,42 @@ class Memory:
         }
         return json.dumps(doc, ensure_ascii=False, indent=2)
 
-    def handoff(self, namespace: str, *, fmt: HandoffFormat = "markdown", recent: int | None = 10) -> Handoff:
+    def handoff(
+        self, namespace: str, *, fmt: HandoffFormat = "markdown", recent: int | None = 10, actor: str = "user"
+    ) -> Handoff:
         """A redacted case summary of ``namespace`` for another agent or a person
         (:func:`retain.handoff.build_handoff`): hard constraints, preferences, goals, plan steps,
         facts and the ``recent`` latest observations and results, by type in event order,
-        superseded records excluded, with a "Withheld" list (record id, kinds, reason).
+        superseded records excluded, with a "Withheld" list (record id, kinds, reason). Audited
+        ("handoff": actor, format, records included and withheld; never content).
 
         Raises:
-            InvalidInput: bad namespace, ``fmt`` not "markdown" or "json", bad ``recent``.
+            InvalidInput: bad namespace, ``fmt`` not "markdown" or "json", bad ``recent``, bad actor.
         """
         from retain.handoff import build_handoff
 
         validate_namespace(namespace)
+        _check_actor(actor)
         records = self.store.list_records(namespace, RecordFilter(tiers=None))
         records = [r for r in records if not is_index_summary(r)]  # index entries repeat their turns
-        return build_handoff(records, namespace=namespace, fmt=fmt, recent=recent)
+        result = build_handoff(records, namespace=namespace, fmt=fmt, recent=recent)
+        self._audit_egress(
+            namespace,
+            "handoff",
+            actor,
+            "done",
+            raw=False,
+            format=fmt,
+            records=len(records),
+            withheld=len(result.withheld),
+        )
+        return result
+
+    def _audit_egress(self, namespace: str, op: str, actor: str, outcome: str, *, raw: bool, **details: Any) -> None:
+        """Append one audit entry for data leaving the store (export, handoff): who, raw or redacted."""
+        reason = "raw export requested" if raw else "redacted copy"
+        entry = AuditEntry(namespace, op, None, actor, reason, details={"outcome": outcome, "raw": raw, **details})
+        self.store.batch([_AppendAudit(entry)])
 
     def info(self) -> dict[str, Any]:
         """Store location, encoder, schema version, and record counts per namespace and tier."""
@@ -1526,6 +1573,12 @@ def _check_text(text: str, name: str) -> None:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidInput(f"{name}: not valid Unicode text (lone surrogate at index {exc.start})") from exc
+
+
+def _check_actor(actor: object) -> None:
+    if not isinstance(actor, str) or not actor:
+        raise InvalidInput(f"actor: must be a non-empty string, got {actor!r}")
+    _check_text(actor, "actor")
 
 
 def _check_allow_raw(allow_raw: object) -> None:

@@ -76,6 +76,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -647,7 +648,28 @@ def detect(text: str) -> list[Finding]:
     """
     text = _check_text(text)
     candidates = [(rank, f) for rank, detector in enumerate(_DETECTORS) for f in detector(text)]
+    folded, origin = _fold(text)
+    if folded != text:  # full-width / compatibility forms: detect on the NFKC form, map spans back
+        for rank, detector in enumerate(_DETECTORS):
+            for f in detector(folded):
+                if f.end > f.start:
+                    start, end = origin[f.start], origin[f.end - 1] + 1
+                    candidates.append((rank, Finding(f.kind, start, end, f"{f.detector}+nfkc")))
     return _resolve(candidates)
+
+
+def _fold(text: str) -> tuple[str, list[int]]:
+    """``text`` with each character replaced by its NFKC form ("ｄａｎａ＠ｅｘａｍｐｌｅ．ｏｒｇ" ->
+    "dana@example.org"), and for each folded character the index of the original it came from."""
+    if text.isascii():
+        return text, []
+    parts: list[str] = []
+    origin: list[int] = []
+    for i, ch in enumerate(text):
+        form = unicodedata.normalize("NFKC", ch) if ord(ch) > 127 else ch
+        parts.append(form)
+        origin.extend([i] * len(form))
+    return "".join(parts), origin
 
 
 def contains_sensitive(text: str) -> bool:
@@ -657,7 +679,8 @@ def contains_sensitive(text: str) -> bool:
         InvalidInput: ``text`` is not a ``str``.
     """
     text = _check_text(text)
-    return any(f.end > f.start for detector in _DETECTORS for f in detector(text))
+    folded, _ = _fold(text)
+    return any(f.end > f.start for form in {text, folded} for detector in _DETECTORS for f in detector(form))
 
 
 def redact(text: str, *, findings: list[Finding] | None = None) -> tuple[str, list[Finding]]:

@@ -89,6 +89,8 @@ PHASE_KEY = "phase"
 _REWEIGHTED = ("whole_rw", "goal_rw", "result_rw")
 _TOOL_ROLES = frozenset({"tool", "system", "function", "observation"})
 _ALPHA_INPUTS = ("bias", "log_query_terms", "terse", "top_content", "phase_known")
+
+
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """What SAM needs of n candidate memories.
@@ -401,8 +403,12 @@ class StateScorer:
         if doc.get("features") != list(STATE_FEATURES) or doc.get("types") != [t.value for t in TYPES]:
             raise InvalidInput("state scorer: fitted on another feature or type set; retrain it (retain train-sam)")
         params = dict(doc["params"]) | {"bias": doc.get("bias", 0.0)}
-        return cls(params, phases=doc.get("phases"), half_life_s=doc.get("half_life_s", DEFAULT_HALF_LIFE_S),
-                   meta=doc.get("meta"))
+        return cls(
+            params,
+            phases=doc.get("phases"),
+            half_life_s=doc.get("half_life_s", DEFAULT_HALF_LIFE_S),
+            meta=doc.get("meta"),
+        )
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> StateScorer:

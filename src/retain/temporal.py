@@ -278,9 +278,7 @@ def time_boost(records: Sequence[MemoryRecord], query: str, now: datetime | None
     return out
 
 
-def overlaps(
-    start: datetime | None, end: datetime | None, low: datetime | None, high: datetime | None
-) -> bool:
+def overlaps(start: datetime | None, end: datetime | None, low: datetime | None, high: datetime | None) -> bool:
     """True when [start, end) meets [low, high) (None bounds of the query range are open)."""
     if start is None or end is None:
         return False

@@ -128,9 +128,7 @@ def run_longmemeval(
 def _score(question: LmeQuestion, ranked: list[str]) -> dict[str, float]:
     sessions = [turn_id.rsplit(":", 1)[0] for turn_id in ranked]
     gold_sessions = set(question.answer_session_ids)
-    gold_turns = {
-        f"{t.session_id}:{t.index_in_session}" for turns in question.sessions for t in turns if t.has_answer
-    }
+    gold_turns = {f"{t.session_id}:{t.index_in_session}" for turns in question.sessions for t in turns if t.has_answer}
     out: dict[str, float] = {}
     for k in KS:
         if gold_sessions:

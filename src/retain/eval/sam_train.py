@@ -29,6 +29,7 @@ from retain.store.base import HOT_TIERS, RecordFilter
 
 __all__ = ["ProbeExample", "cross_validate", "probe_examples", "rank_metrics", "scenario_files"]
 
+
 @dataclass(frozen=True, slots=True)
 class ProbeExample:
     """A :class:`SamExample` with what the figures need: the pool's event ids, all needed event ids."""

@@ -54,6 +54,7 @@ State = dict[str, Any]
 """The agent's task state as given in the file (``phase``, ``subgoals``, ``constraints``,
 ``uncertain``, ``last_result``; all optional, kept verbatim)."""
 
+
 def actor_for_role(role: str) -> str:
     """The audit actor of an event replayed from a scenario: "user" for the user's own events (a
     trusted actor), else the role itself ("tool", "agent_thought", "system", ...; untrusted)."""

@@ -1,0 +1,55 @@
+"""Options shared by the ``retain`` commands, and the parser of ``--state``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from retain.errors import InvalidInput
+from retain.state import AgentState
+
+__all__ = ["DbOption", "NamespaceOption", "RawOption", "StateOption", "parse_state"]
+
+DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
+NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")]
+RawOption = Annotated[bool, typer.Option("--raw", help="Show secrets and personal data as stored (no redaction).")]
+StateOption = Annotated[
+    str | None,
+    typer.Option(
+        "--state",
+        help='Agent state as JSON (\'{"phase": "book_hotel", "subgoals": [...]}\') or @FILE holding it; '
+        "drives state-adaptive retrieval.",
+    ),
+]
+
+
+def parse_state(value: str | None) -> dict[str, Any] | None:
+    """The ``--state`` value as a validated agent-state mapping (None when not given).
+
+    Args:
+        value: JSON object text, or ``@path`` to a UTF-8 file holding one (the scenario format's
+            ``state``: phase, subgoals, constraints, uncertain / open_questions, last_result, ...).
+
+    Raises:
+        InvalidInput: unreadable file, not JSON, not an object, or a state
+            :class:`~retain.state.AgentState` refuses (the message says which).
+    """
+    if value is None:
+        return None
+    text = value
+    if value.startswith("@"):
+        try:
+            text = Path(value[1:]).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"--state: cannot read {value[1:]!r} ({exc})") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"--state: not valid JSON ({exc.msg} at character {exc.pos})") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput(f"--state: must be a JSON object, got {type(data).__name__}")
+    AgentState.from_dict(data)  # validate now: a clear error at the boundary
+    return data
