@@ -323,3 +323,14 @@ def test_untrusted_actor_may_not_export_raw(mem: Memory, actor: str) -> None:
     refused = [e for e in mem.store.audit_log(NS) if e["op"] == "export"]
     assert [(e["actor"], e["details"]["outcome"]) for e in refused] == [(actor, "refused")]
     assert "[API_KEY]" in mem.export(namespace=NS, actor=actor)  # the redacted copy is still allowed
+
+
+def test_metadata_keys_are_redacted_too(mem: Memory) -> None:
+    meta = {"dana@example.org": "reviewer", "bob@example.org": "owner", "note": "plain"}
+    mem.add("Contacts for the review are in the metadata.", namespace=NS, metadata=meta)
+    dumped = mem.export(namespace=NS)
+    assert not any(raw in dumped for raw in ("dana@example.org", "bob@example.org"))
+    (record,) = json.loads(dumped)["records"]
+    assert record["metadata"]["[EMAIL]"] in {"reviewer", "owner"} and record["metadata"]["note"] == "plain"
+    assert {record["metadata"]["[EMAIL]"], record["metadata"]["[EMAIL]#2"]} == {"reviewer", "owner"}
+    assert json.loads(mem.export(namespace=NS, allow_raw=True))["records"][0]["metadata"] == meta

@@ -92,7 +92,8 @@ def redact_value(value: Any) -> tuple[Any, set[str]]:
     """Redact every string inside a JSON-like value (str, list, tuple, dict values), recursively.
 
     Returns:
-        ``(value, kinds)``: a redacted copy (lists for lists and tuples, dicts with the same keys)
+        ``(value, kinds)``: a redacted copy (lists for lists and tuples; dicts with their string keys
+        redacted too, a key that would collide with another after redaction gets ``#2``, ``#3``, ...)
         and the kinds withheld. Numbers, booleans and None are returned as they are.
     """
     if isinstance(value, str):
@@ -102,8 +103,21 @@ def redact_value(value: Any) -> tuple[Any, set[str]]:
         items = [redact_value(v) for v in value]
         return [v for v, _ in items], set().union(*(k for _, k in items))
     if isinstance(value, dict):
-        pairs = {key: redact_value(v) for key, v in value.items()}
-        return {key: v for key, (v, _) in pairs.items()}, set().union(*(k for _, k in pairs.values()))
+        out: dict[Any, Any] = {}
+        kinds: set[str] = set()
+        for key, item in value.items():
+            if isinstance(key, str):
+                safe, key_kinds = redact_text(key)
+                kinds.update(key_kinds)
+                if safe != key:
+                    base, n = safe, 1
+                    while safe in out or (safe in value and safe != key):
+                        n += 1
+                        safe = f"{base}#{n}"
+                    key = safe
+            out[key], item_kinds = redact_value(item)
+            kinds |= item_kinds
+        return out, kinds
     return value, set()
 
 
