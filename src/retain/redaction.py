@@ -104,11 +104,11 @@ def redact_value(value: Any) -> tuple[Any, set[str]]:
         return [v for v, _ in items], set().union(*(k for _, k in items))
     if isinstance(value, dict):
         out: dict[Any, Any] = {}
-        kinds: set[str] = set()
+        found: set[str] = set()
         for key, item in value.items():
             if isinstance(key, str):
                 safe, key_kinds = redact_text(key)
-                kinds.update(key_kinds)
+                found.update(key_kinds)
                 if safe != key:
                     base, n = safe, 1
                     while safe in out or (safe in value and safe != key):
@@ -116,8 +116,8 @@ def redact_value(value: Any) -> tuple[Any, set[str]]:
                         safe = f"{base}#{n}"
                     key = safe
             out[key], item_kinds = redact_value(item)
-            kinds |= item_kinds
-        return out, kinds
+            found |= item_kinds
+        return out, found
     return value, set()
 
 
