@@ -26,6 +26,7 @@ BEAM_STYLE = (
         "In what order did we visit the three museums?",
         "List my trips chronologically.",
         "What was the sequence of repairs on the boiler?",
+        "Give me the timeline of the kitchen renovation.",
         "Which did I do first, the course or the move, and then what?",
     ],
 )
@@ -40,6 +41,8 @@ def test_asks_order_reads_ordering_questions(query: str):
         "I moved in order to be closer to work; where did I move?",
         "Is everything in order for the launch?",
         "What is my order number?",
+        "How should I sequence my resume updates?",
+        "Summarise the features, the development timeline and the docs.",
         "When did I first mention the boiler?",
     ],
 )

@@ -61,13 +61,14 @@ MIN_GAP = 2
 ASKER_ROLE = "user"
 """The role of the asker's own turns (steps 4 of the module docstring)."""
 
-# "in order" but not "in order to" (purpose); "the order in which", "in what order", "sequence",
-# "chronological(ly)", "timeline", "first ... then" within one sentence.
+# "in order" but not "in order to" (purpose); "the order in which", "in what order", "the / in
+# sequence" (the noun, not "sequence my updates"), "chronological(ly)", "the timeline of" (not "the
+# development timeline"), "first ... then" within one sentence.
 _ORDER = re.compile(
     r"\bin\s+(?:what|which|the|chronological|time|temporal)\s+order\b"
     r"|\bin\s+order\b(?!\s+(?:to|for)\b)"
     r"|\border\s+(?:in\s+which|of\s+(?:events|when|how|the))\b"
-    r"|\bsequence\b|\bchronolog\w*|\btimeline\b"
+    r"|\b(?:the|a|what|which|in)\s+sequence\b|\bchronolog\w*|\b(?:the|a)\s+timeline\s+of\b"
     r"|\bfirst\b[^.?!]{1,80}\bthen\b",
     re.IGNORECASE,
 )
@@ -104,8 +105,9 @@ _WORDING = (
 
 def asks_order(query: str) -> bool:
     """True when ``query`` asks for an order of events: "in order", "the order in which", "in what
-    order", "sequence", "chronologically", "timeline", "first ... then" (one sentence). "in order
-    to" / "in order for" (purpose) do not count. English only."""
+    order", "the sequence of", "in sequence", "chronologically", "the timeline of", "first ... then"
+    (one sentence). "in order to" / "in order for" (purpose), "sequence" as a verb and a timeline
+    as a topic ("the development timeline") do not count. English only."""
     return _ORDER.search(query) is not None
 
 

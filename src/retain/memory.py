@@ -1063,7 +1063,8 @@ class Memory:
         """Current records of ``namespace`` (every tier) in event order: by event time (UTC), then
         session order, then ``seq``; records with unknown event time last, in insertion order.
 
-        With ``query``: its top ``limit`` (default 10) search hits, re-ordered by time. ``start`` /
+        With ``query``: up to ``limit`` (default 10) episodes of that topic, one per session per
+        round, in event order (``search(query, order="time")``, :mod:`retain.episodes`). ``start`` /
         ``end`` keep event times in [start, end) (UTC; unknown times are then left out). ``limit``
         caps the number of records. An empty namespace gives [].
 
