@@ -66,15 +66,23 @@ def test_pick_episodes_round_robin_over_segments():
     scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.1])
     segments = ["a", "a", "a", "b", "c", "d"]
     seqs = [0, 4, 8, 0, 0, 0]
-    # round 1: best of a, b, c (d is below 0.3 * 0.9); round 2: a's second.
-    assert pick_episodes(scores, segments, seqs, 4) == [0, 3, 4, 1]
-    assert pick_episodes(scores, segments, seqs, 10) == [0, 3, 4, 1, 2]
-    assert pick_episodes(scores, segments, seqs, 10, floor=0.0) == [0, 3, 4, 5, 1, 2]
+    # round 1: one of a, b, c, d (segments by their best score); round 2: a's next ones.
+    assert pick_episodes(scores, segments, seqs, 4) == [0, 3, 4, 5]
+    assert pick_episodes(scores, segments, seqs, 10) == [0, 3, 4, 5, 1, 2]
+    assert pick_episodes(scores, segments, seqs, 10, floor=0.3) == [0, 3, 4, 1, 2]  # d: 0.1 < 0.3 * 0.9
+    assert pick_episodes(scores, segments, seqs, 10, limit=2) == [0, 1]
+
+
+def test_pick_episodes_first_mention_within_a_segment():
+    scores = np.array([0.9, 0.5])
+    assert pick_episodes(scores, ["a", "a"], [10, 2], 1) == [1]  # the earlier mention
+    assert pick_episodes(scores, ["a", "a"], [10, 2], 1, first_mention=False) == [0]
 
 
 def test_pick_episodes_skips_the_same_exchange_and_keeps_unknown_segments_apart():
     scores = np.array([0.9, 0.85, 0.8, 0.7])
-    assert pick_episodes(scores, ["a", "a", "a", "a"], [10, 11, 14, 9], 3) == [0, 2]
+    assert pick_episodes(scores, ["a"] * 4, [10, 11, 14, 9], 3) == [3, 1, 2]  # 10 is next to 9
+    assert pick_episodes(scores, ["a"] * 4, [10, 11, 14, 9], 3, first_mention=False) == [0, 2]
     assert pick_episodes(scores, [None, None, "a", "a"], [None, None, 1, 2], 3) == [0, 1, 2]
 
 

@@ -12,17 +12,18 @@ when :func:`asks_order` reads an ordering question) therefore:
    words "order", "list", "conversations" do not pull in turns that happen to use them.
 2. **Wide pool.** Ranks a pool of :data:`EPISODE_POOL` candidates (the usual hybrid search and
    fusion), not ``k``.
-3. **Relevance floor.** Keeps candidates whose fused score is at least :data:`RELATIVE_FLOOR` times
-   the best one's (scores are "higher = more relevant"; the floor is relative because absolute
-   fused scores differ from query to query).
-4. **Speaker.** When the question says the asker brought the topic up ("I brought up", "I
+3. **Speaker.** When the question says the asker brought the topic up ("I brought up", "I
    mentioned", "I asked", :func:`asks_own_mentions`), only the asker's turns (role ``user``) are
    kept, when the pool holds any.
-5. **Episodes.** :func:`pick_episodes`: round-robin over segments (sessions): the best candidate of
-   every segment first (segments in order of their best score), then the second best of every
-   segment, and so on, skipping a candidate within :data:`MIN_GAP` stream positions of one already
-   picked in its segment (the same exchange). So the ``k`` items returned are the distinct episodes
-   across the stream, not ``k`` turns of the one session most similar to the question.
+4. **Relevance floor.** Keeps candidates whose fused score is at least :data:`RELATIVE_FLOOR` times
+   the best one's (scores are "higher = more relevant"; the floor is relative because absolute
+   fused scores differ from query to query), at most the best :data:`EPISODE_CANDIDATES`.
+5. **Episodes.** :func:`pick_episodes`: round-robin over segments (sessions, in order of their best
+   candidate): one candidate of every segment per round, within a segment the earliest one not yet
+   picked (a topic is "brought up" where it is first mentioned), skipping a candidate within
+   :data:`MIN_GAP` stream positions of one already picked in its segment (the same exchange). So the
+   ``k`` items returned are distinct episodes across the stream, not ``k`` turns of the one
+   session most similar to the question.
 6. **Order.** The picked records are returned in event order (:func:`retain.timeline.event_order`:
    event time, then session, then ``seq``).
 
@@ -42,6 +43,7 @@ from retain.retrieve import Hit
 from retain.timeline import event_order
 
 __all__ = [
+    "EPISODE_CANDIDATES",
     "EPISODE_POOL",
     "MIN_GAP",
     "RELATIVE_FLOOR",
@@ -54,12 +56,16 @@ __all__ = [
 
 EPISODE_POOL = 100
 """Candidates ranked before episodes are picked (the top of the fused ranking)."""
-RELATIVE_FLOOR = 0.3
-"""A candidate is kept when its fused score >= this share of the best candidate's score."""
+RELATIVE_FLOOR = 0.05
+"""A candidate is kept when its fused score >= this share of the best candidate's score. Low: the
+learned fusion's probabilities are peaked (on BEAM the gold mentions of a topic score 0.01-0.03
+where the best hit scores 0.3), so the floor only drops candidates that are clearly off topic."""
+EPISODE_CANDIDATES = 20
+"""At most this many candidates (the best above the floor) are spread over segments."""
 MIN_GAP = 2
 """Two picks of one segment must be at least this many stream positions (``seq``) apart."""
 ASKER_ROLE = "user"
-"""The role of the asker's own turns (steps 4 of the module docstring)."""
+"""The role of the asker's own turns (step 3 of the module docstring)."""
 
 # "in order" but not "in order to" (purpose); "the order in which", "in what order", "the / in
 # sequence" (the noun, not "sequence my updates"), "chronological(ly)", "the timeline of" (not "the
@@ -137,9 +143,11 @@ def pick_episodes(
     k: int,
     *,
     floor: float = RELATIVE_FLOOR,
+    limit: int = EPISODE_CANDIDATES,
     min_gap: int = MIN_GAP,
+    first_mention: bool = True,
 ) -> list[int]:
-    """Pick up to ``k`` candidates spread over segments (see step 5 of the module docstring).
+    """Pick up to ``k`` candidates spread over segments (steps 4-5 of the module docstring).
 
     Args:
         scores: (n,) float64 fused scores, higher = more relevant (non-negative for the relative
@@ -148,7 +156,10 @@ def pick_episodes(
         seqs: (n,) stream position of each candidate within its segment, or None (never too close).
         k: how many to pick (>= 1).
         floor: keep candidates with score >= floor * max(scores).
+        limit: then keep at most this many, best first.
         min_gap: a candidate closer than this (in ``seq``) to a pick of its segment is skipped.
+        first_mention: within a segment pick in stream order (earliest first; None ``seq`` last);
+            False: best score first.
 
     Returns: indices into ``scores``, in pick order (round by round, best segment first).
     """
@@ -158,11 +169,14 @@ def pick_episodes(
     if n == 0 or k < 1:
         return []
     best = float(np.max(scores))
-    order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] >= floor * best]
+    order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] >= floor * best][:limit]
     queues: dict[object, list[int]] = {}
     for i in order:  # segments keyed in order of their best candidate
         key: object = segments[i] if segments[i] is not None else ("record", i)
         queues.setdefault(key, []).append(i)
+    if first_mention:
+        for queue in queues.values():
+            queue.sort(key=lambda i: (seqs[i] is None, seqs[i] or 0))
     picked: list[int] = []
     taken: dict[object, list[int]] = {key: [] for key in queues}
     while len(picked) < k and any(queues.values()):
