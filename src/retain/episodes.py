@@ -43,6 +43,7 @@ from retain.retrieve import Hit
 from retain.timeline import event_order
 
 __all__ = [
+    "ASKER_ROLE",
     "EPISODE_CANDIDATES",
     "EPISODE_POOL",
     "MIN_GAP",
