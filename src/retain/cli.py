@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -380,13 +381,23 @@ def eval_beam(
     ] = None,
     policy: Annotated[str, typer.Option(help="Budget policies to compare (with --budget).")] = ALL_POLICIES,
     encoder: EncoderOption = "minilm",
+    order: Annotated[
+        str,
+        typer.Option(
+            help="How questions are asked: 'auto' (ordering questions get 10 episodes in event order, "
+            "Memory.search(order='time')), 'rank' (every question best first), 'time'."
+        ),
+    ] = "auto",
 ) -> None:
     """Replay BEAM chats into memory; evidence retrieval and budgeted hit rates per BEAM category."""
     from retain.eval.beam import load_beam
     from retain.eval.beam_runner import run_beam, write_beam_report
     from retain.eval.report import write_json
+    from retain.eval.streams import ORDER_K
 
     shares, policies = _parse_grid(budget, policy)
+    if order not in ("rank", "auto", "time"):
+        raise typer.BadParameter(f"--order {order!r}: use rank, auto or time")
     wanted = [c.strip() for c in chats.split(",")] if chats else None
     try:
         loaded = load_beam(data, wanted)
@@ -395,17 +406,27 @@ def eval_beam(
         return
     enc = make_encoder(encoder)
     err_console.print(f"BEAM: {data} ({len(loaded)} chats), encoder {enc.name}")
+    started = time.perf_counter()
     result = run_beam(
-        loaded, [data / c.chat_id for c in loaded], enc, shares=shares, policies=policies, dataset=f"beam:{data.name}"
+        loaded,
+        [data / c.chat_id for c in loaded],
+        enc,
+        shares=shares,
+        policies=policies,
+        dataset=f"beam:{data.name}",
+        order=order,
     )
+    result["seconds"] = round(time.perf_counter() - started, 1)
     _print_budget_table(result["runs"], "BEAM (all scored categories)")
     cats = Table(title="BEAM full memory by category")
     beam_metrics = ("recall@5", "recall@10", "hit@10", "mrr", "kendall_tau", "tau_retrieved")
-    for col in ("category", "questions", *beam_metrics):
+    for col in ("category", "questions", "time-ordered", *beam_metrics):
         cats.add_column(col, no_wrap=True)
     for cat, v in result["runs"][0]["by_category"].items():
-        cats.add_row(cat, str(v["questions"]), *(_cell(v.get(m)) for m in beam_metrics))
+        row = (str(v["questions"]), str(v.get("time_ordered", 0)))
+        cats.add_row(cat, *row, *(_cell(v.get(m)) for m in beam_metrics))
     console.print(cats)
+    console.print(f"order={order}; ordering questions scored on the k={ORDER_K} hits returned; {result['seconds']} s")
     console.print(f"report: {write_beam_report(result, report)}")
     if json_out is not None:
         write_json(result, json_out)

@@ -47,6 +47,7 @@ from retain.retrieve import (
     LinearFusion,
     SearchConfig,
     SearchMode,
+    SearchOrder,
     fusion_features,
     mmr,
     rrf,
@@ -1071,7 +1072,8 @@ class Memory:
         """Current records of ``namespace`` (every tier) in event order: by event time (UTC), then
         session order, then ``seq``; records with unknown event time last, in insertion order.
 
-        With ``query``: its top ``limit`` (default 10) search hits, re-ordered by time. ``start`` /
+        With ``query``: up to ``limit`` (default 10) episodes of that topic, one per session per
+        round, in event order (``search(query, order="time")``, :mod:`retain.episodes`). ``start`` /
         ``end`` keep event times in [start, end) (UTC; unknown times are then left out). ``limit``
         caps the number of records. An empty namespace gives [].
 
@@ -1121,8 +1123,10 @@ class Memory:
         now: datetime | str | None = None,
         expand: int = 0,
         window: int = 0,
+        order: SearchOrder | str = SearchOrder.RANK,
     ) -> list[Hit]:
-        """Hybrid search of one namespace; returns up to ``k`` hits, best first.
+        """Hybrid search of one namespace; returns up to ``k`` hits, best first (or in event order
+        with ``order="time"``).
 
         Args:
             query: free text, any language. Empty or whitespace-only returns [].
@@ -1159,13 +1163,20 @@ class Memory:
             window: give each hit its neighbouring turns (same segment, ``seq`` within ``window``,
                 any tier) as one context unit in ``Hit.window``, stream order
                 (:func:`retain.segments.attach_windows`); 0 (default) = none.
+            order: "rank" (default): best first. "time": for ordering questions ("list the order in
+                which I brought up ..."): the topic of the query is searched over a wide pool, the
+                candidates above a floor relative to the best are spread over sessions (one
+                episode per session per round), and the ``k`` picked are returned in event order
+                (:mod:`retain.episodes`); ``rank`` is then the position in time. "auto": "time" when
+                :func:`retain.episodes.asks_order` reads the query as asking for an order, else
+                "rank".
 
         Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant. Canary
         records (:mod:`retain.canary`) are never returned.
 
         Raises:
-            InvalidInput: bad namespace, k < 1, unknown preset, type or tier; ``allow_raw`` not a bool;
-                ``expand`` not an int >= 0.
+            InvalidInput: bad namespace, k < 1, unknown preset, type, tier or order; ``allow_raw`` not
+                a bool; ``expand`` not an int >= 0, or ``expand`` with ``order="time"``.
         """
         validate_namespace(namespace)
         if not isinstance(query, str):
@@ -1180,6 +1191,9 @@ class Memory:
         check_expand(expand)
         if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= 50:
             raise InvalidInput(f"window: must be an int in [0, 50], got {window!r}")
+        by_time = _by_time(order, query)
+        if by_time and expand:
+            raise InvalidInput("expand: graph expansion adds hits out of event order; not with order='time'")
         if not query.strip():
             return []
         if isinstance(types, str):
@@ -1202,6 +1216,11 @@ class Memory:
                 "for this encoder (retain.sam.train_state_scorer), or state_scorer=False for content search"
             )
         encoded = self.state_encoder.encode(st) if use_state else None
+        asked_k, ordering_query = k, query
+        if by_time:  # the topic over a wide pool; episodes are picked below (retain.episodes)
+            from retain.episodes import EPISODE_POOL, ordering_topic
+
+            query, k = ordering_topic(query), max(k, EPISODE_POOL)
         extra = self._state_pool(namespace, encoded, flt) if encoded is not None else []
         pool = self._candidates(query, namespace, flt, cfg, extra=extra)
         annotate(k=k, n_candidates=len(pool.records))
@@ -1219,16 +1238,16 @@ class Memory:
             scores, sam_parts, _ = self.state_scorer.score(
                 encoded, st.phase, cands, content, query_terms=n_terms, terse=is_terse(query)
             )
-        order = np.argsort(-scores, kind="stable")
+        ranking = np.argsort(-scores, kind="stable")
         if cfg.threshold is not None:
-            order = order[scores[order] >= cfg.threshold]
-        if cfg.mmr_lambda is not None and len(order) > 0:
-            head = order[: max(3 * k, 30)]
+            ranking = ranking[scores[ranking] >= cfg.threshold]
+        if cfg.mmr_lambda is not None and len(ranking) > 0:
+            head = ranking[: max(3 * k, 30)]
             vectors = np.stack([pool.vectors[i] for i in head])
             picked = mmr(vectors, scores[head], lam=cfg.mmr_lambda, k=k)
-            order = head[picked]
+            ranking = head[picked]
         hits = []
-        for rank, i in enumerate(order[:k], start=1):
+        for rank, i in enumerate(ranking[:k], start=1):
             breakdown = {
                 "bm25": float(pool.bm25[i]),
                 "dense": float(pool.dense[i]),
@@ -1242,6 +1261,10 @@ class Memory:
             breakdown.update({name: float(values[i]) for name, values in sam_parts.items()})
             record = pool.records[i] if allow_raw else redact_record(pool.records[i]).record
             hits.append(Hit(record=record, score=float(scores[i]), rank=rank, scores=breakdown))
+        if by_time:
+            from retain.episodes import episodes_in_time
+
+            hits = episodes_in_time(hits, ordering_query, asked_k)
         if expand:
             decay = self.config.graph.decay
             raw = allow_raw
@@ -1565,6 +1588,18 @@ class Memory:
             "dim": int(self.store.get_meta("encoder_dim") or 0),
             "namespaces": counts,
         }
+
+
+def _by_time(order: SearchOrder | str, query: str) -> bool:
+    """Whether ``search(order=...)`` returns episodes in event order for ``query``."""
+    if not isinstance(order, SearchOrder | str) or order not in tuple(SearchOrder):
+        raise InvalidInput(f"order: one of {[o.value for o in SearchOrder]}, got {order!r}")
+    order = SearchOrder(order)
+    if order is SearchOrder.AUTO:
+        from retain.episodes import asks_order
+
+        return asks_order(query)
+    return order is SearchOrder.TIME
 
 
 def _check_text(text: str, name: str) -> None:

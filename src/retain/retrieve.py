@@ -41,6 +41,7 @@ __all__ = [
     "LinearFusion",
     "SearchConfig",
     "SearchMode",
+    "SearchOrder",
     "fusion_features",
     "mmr",
     "rrf",
@@ -56,6 +57,16 @@ class SearchMode(enum.StrEnum):
     HYBRID = "hybrid"
     LEXICAL = "lexical"
     DENSE = "dense"
+
+
+class SearchOrder(enum.StrEnum):
+    """How hits are returned: best first (rank), as distinct episodes in event order (time), or
+    time when the query asks for an order of events and rank otherwise (auto). See
+    :mod:`retain.episodes`."""
+
+    RANK = "rank"
+    TIME = "time"
+    AUTO = "auto"
 
 
 class Fusion(enum.StrEnum):

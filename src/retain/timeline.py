@@ -67,10 +67,9 @@ def timeline(
     if low is not None and high is not None and low >= high:
         raise InvalidInput(f"start: {low.isoformat()} is not before end {high.isoformat()}")
     if query is not None:
-        hits = mem.search(
-            query, namespace=namespace, k=limit or 10, tiers=["core", "dynamic", "archive"], start=low, end=high
-        )
-        return event_order(sorted((h.record for h in hits), key=lambda r: r.created_at))
+        tiers = ["core", "dynamic", "archive"]
+        hits = mem.search(query, namespace=namespace, k=limit or 10, tiers=tiers, start=low, end=high, order="time")
+        return [h.record for h in hits]  # the topic's episodes, in event order (retain.episodes)
     flt = RecordFilter(tiers=None, start=low, end=high)
     ordered = event_order(mem.store.list_records(namespace, flt, order="created"))
     return ordered if limit is None else ordered[:limit]

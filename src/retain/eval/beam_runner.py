@@ -66,6 +66,7 @@ def run_beam(
     utility_traces_extra: Sequence[Any] = (),
     progress: bool = True,
     dataset: str = "beam",
+    order: str = "auto",
 ) -> dict[str, Any]:
     """Full-memory run (budget 1.0) plus the budget grid; figures per BEAM category.
 
@@ -73,6 +74,11 @@ def run_beam(
 
     ``utility_traces_extra``: additional oracle traces (e.g. LoCoMo dev) added to every fold's
     utility training set; a chat's own trace is never in its fold.
+
+    ``order``: how questions are asked (:func:`retain.eval.streams.run_budget_grid`); "auto"
+    (default) asks a question that reads as an ordering question ("the order in which I brought up
+    ...") for the 10 episodes the memory returns in event order, the others best first. The rule
+    reads the question only, never its BEAM category.
     """
     cached = CachingEncoder(encoder)
     streams = [beam_stream(c) for c in chats]
@@ -94,6 +100,7 @@ def run_beam(
         headline=SCORED_CATEGORIES,
         config=BEAM_CONFIG,
         progress=progress,
+        order=order,
     )
     full[0]["policy"] = "full"
     runs = full
@@ -107,12 +114,14 @@ def run_beam(
             headline=SCORED_CATEGORIES,
             config=BEAM_CONFIG,
             progress=progress,
+            order=order,
         )
     return {
         "dataset": dataset,
         "chats": len(chats),
         "questions": sum(len(c.questions) for c in chats),
         "messages": sum(len(c.messages) for c in chats),
+        "order": order,
         "runs": runs,
     }
 
@@ -130,7 +139,7 @@ def write_beam_report(report: dict[str, Any], directory: str | Path) -> Path:
         "(abstention has no evidence and is not scored).",
         "",
     ]
-    metrics = ("held", "recall@5", "recall@10", "hit@10", "mrr", "kendall_tau", "tau_retrieved")
+    metrics = ("time_ordered", "held", "recall@5", "recall@10", "hit@10", "mrr", "kendall_tau", "tau_retrieved")
     for run in report["runs"]:
         parts.append(f"## {run['policy']} at budget {run['budget']}: hit rate {run['hit_rate']}")
         parts.append("")

@@ -30,6 +30,8 @@ from tqdm import tqdm
 
 from retain.basis import Encoder
 from retain.budget import Budget
+from retain.episodes import asks_order
+from retain.errors import InvalidInput
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k, reciprocal_rank
 from retain.memory import DEFAULT_CONFIG, Memory, MemoryConfig, NewMemory
 from retain.record import MemoryRecord, Tier
@@ -38,7 +40,9 @@ __all__ = ["CachingEncoder", "OracleUtility", "Stream", "StreamQuestion", "run_b
 
 EVIDENCE_KEY = "evidence_id"
 ORDER_K = 10
-"""Retrieved messages an ordering question is scored on (the same top 10 as recall@10)."""
+"""Retrieved messages an ordering question is scored on (the same top 10 as recall@10). A question
+asked with ``order="time"`` is asked for exactly this many hits, so its retrieved set is the 10 the
+memory returns, in event order."""
 
 
 def _ordering(ranked: list[str], timeline: dict[str, int], order: tuple[tuple[str, ...], ...]) -> dict[str, Any]:
@@ -134,6 +138,7 @@ def _replay(
     density_scorer: Callable[[list[MemoryRecord]], npt.NDArray[np.float64]] | None,
     k_max: int,
     config: MemoryConfig,
+    order: str = "rank",
 ) -> dict[str, Any]:
     namespace = f"stream-{stream.stream_id}"
     mem = Memory(":memory:", encoder=encoder, budget=budget, utility=utility, config=config)
@@ -152,11 +157,16 @@ def _replay(
         for q in stream.questions:
             if not q.evidence:
                 continue
-            hits = mem.search(q.text, namespace=namespace, k=k_max, allow_raw=True)
+            by_time = order == "time" or (order == "auto" and asks_order(q.text))
+            if by_time:  # the memory's ordering retrieval: ORDER_K episodes in event order
+                hits = mem.search(q.text, namespace=namespace, k=ORDER_K, allow_raw=True, order="time")
+            else:
+                hits = mem.search(q.text, namespace=namespace, k=k_max, allow_raw=True)
             ranked = [str(h.record.metadata.get(EVIDENCE_KEY)) for h in hits]
             per_q.append(
                 {
                     "category": q.category,
+                    "by_time": by_time,
                     "held": sum(e in hot_ids for e in q.evidence) / len(q.evidence),
                     "recall@5": recall_at_k(ranked, q.evidence, 5),
                     "recall@10": recall_at_k(ranked, q.evidence, 10),
@@ -192,9 +202,11 @@ def _summarise(policy: str, share: float, parts: list[dict[str, Any]], headline:
     by_category: dict[str, dict[str, Any]] = {}
     for cat in sorted({q["category"] for q in questions}):
         group = [q for q in questions if q["category"] == cat]
-        by_category[cat] = {"questions": len(group), "held": mean_or_none([q["held"] for q in group])} | {
-            m: mean_or_none([q[m] for q in group]) for m in metrics
-        }
+        by_category[cat] = {
+            "questions": len(group),
+            "time_ordered": sum(bool(q.get("by_time")) for q in group),
+            "held": mean_or_none([q["held"] for q in group]),
+        } | {m: mean_or_none([q[m] for q in group]) for m in metrics}
         taus = [q["kendall_tau"] for q in group if q.get("kendall_tau") is not None]
         if taus:  # ordering questions: tau with missing items tied last, and over retrieved items only
             found = [q["tau_retrieved"] for q in group if q.get("tau_retrieved") is not None]
@@ -232,6 +244,7 @@ def run_budget_grid(
     k_max: int = 50,
     config: MemoryConfig = DEFAULT_CONFIG,
     progress: bool = True,
+    order: str = "rank",
 ) -> list[dict[str, Any]]:
     """Replay every stream under every (policy, share of its turns) and summarise each run.
 
@@ -242,7 +255,15 @@ def run_budget_grid(
         policies: budget policies, plus "oracle" (the utility policy with :class:`OracleUtility`).
         utility_for: stream id -> utility model trained without that stream (leave-one-out).
         headline: categories whose questions make the headline recall figures.
+        order: how questions are asked (``Memory.search(order=...)``): "rank" (every question,
+            top ``k_max``); "auto": a question :func:`retain.episodes.asks_order` reads as asking
+            for an order is asked with ``order="time"`` for :data:`ORDER_K` hits (recall@5, recall@10
+            and MRR are then over those hits in event order), every other one as with "rank";
+            "time": every question that way. Per category, ``time_ordered`` counts the questions
+            asked in time order.
     """
+    if order not in ("rank", "auto", "time"):
+        raise InvalidInput(f"order: one of rank, auto, time; got {order!r}")
     runs = []
     total = len(shares) * len(policies) * len(streams)
     bar = tqdm(total=total, disable=not progress, desc="budgeted replays", unit="replay", mininterval=5.0)
@@ -263,7 +284,7 @@ def run_budget_grid(
                 else:
                     budget = Budget(capacity, policy=policy)
                     utility = model if budget.needs_utility else None
-                parts.append(_replay(stream, encoder, budget, utility, scorer, k_max, config))
+                parts.append(_replay(stream, encoder, budget, utility, scorer, k_max, config, order))
                 bar.update(1)
             runs.append(_summarise(policy, share, parts, headline))
     bar.close()
