@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput
+from retain.kernels import blocked_product
 from retain.lexical import STOPWORDS, index_terms
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.state import EncodedState
@@ -150,7 +151,7 @@ class CandidateMemo:
         InvalidInput: ``limit`` < 1.
     """
 
-    def __init__(self, limit: int = 50_000) -> None:
+    def __init__(self, limit: int = 20_000) -> None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInput(f"limit: must be an int >= 1, got {limit!r}")
         self._limit = limit
@@ -283,7 +284,7 @@ def _features(
     col = _COLUMN
     c, o = len(state.constraints), len(state.open)
     parts = np.vstack([state.goal, state.result, state.whole, state.constraints, state.open]).astype(np.float64)
-    cos = E @ np.vstack([parts, extra]).T  # (n, 3 + c + o + r): one product for every state part
+    cos = blocked_product(E, np.vstack([parts, extra]).T.copy())  # (n, 3 + c + o + r): every state part at once
     out[:, col["goal_cos"]] = cos[:, 0]
     out[:, col["result_cos"]] = cos[:, 1]
     out[:, col["whole_cos"]] = cos[:, 2]
@@ -455,7 +456,8 @@ class StateScorer:
         reweighted = self._reweighted(cands, w, parts, dots)
         h = np.tanh(s_phase @ self.P)
         prior = (self.type_bias + self.B @ h)[cands.types] if n else np.zeros(0)
-        logit = x @ self.theta + reweighted @ self.gamma + prior + self.bias
+        linear = blocked_product(x, self.theta[:, None])[:, 0] if n else np.zeros(0)
+        logit = linear + reweighted @ self.gamma + prior + self.bias
         state_score = 1.0 / (1.0 + np.exp(-np.clip(logit, -30, 30)))
         top = float(content.max()) if n else 0.0
         if empty_state:
@@ -487,7 +489,7 @@ class StateScorer:
         if n == 0:
             return out
         E = cands.vectors64
-        norms = np.sqrt(np.maximum((E * E) @ (w * w), 1e-12))  # |w * e|
+        norms = np.sqrt(np.maximum(blocked_product(E * E, (w * w)[:, None])[:, 0], 1e-12))  # |w * e|
         pn = np.linalg.norm(parts, axis=1)
         present = pn > 0
         out[:, present] = dots[:, present] / (norms[:, None] * pn[present])

@@ -686,3 +686,17 @@ def test_provenance_round_trips_is_written_once_and_purged_with_its_namespace(st
     store.put([make("ns-a", "kept elsewhere")])
     store.delete_namespace("ns-a")
     assert store.provenance(pid) is None and store.provenance(other) is not None
+
+
+def test_sqlite_record_cache_limit_keeps_answers_right(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import retain.store.sqlite as backend
+
+    monkeypatch.setattr(backend, "RECORD_CACHE_LIMIT", 3)
+    store = SQLiteStore(tmp_path / "small-cache.db")
+    store.setup()
+    records = [make("ns", f"record {i}", seed=i) for i in range(5)]
+    store.put(records)
+    for _ in range(2):  # the second round reads through a cache that had to start over
+        assert ids(store.get("ns", [r.id for r in reversed(records)])) == [r.id for r in reversed(records)]
+        assert ids(store.list_records("ns")) == [r.id for r in records]
+    store.close()

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput, RecordNotFound, SchemaError
+from retain.kernels import blocked_product
 from retain.lexical import index_terms
 from retain.record import MemoryRecord, MemoryType, Tier, search_text, utcnow
 from retain.store.base import (
@@ -65,13 +66,11 @@ from retain.store.sqlite_edges import EDGES_MIGRATION, list_edges, purge_edges, 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 BUSY_TIMEOUT_MS = 30_000
-RECORD_CACHE_LIMIT = 50_000
-"""Most decoded records cached per namespace; past it the namespace's cache starts over."""
+RECORD_CACHE_LIMIT = 20_000
+"""Most decoded records cached (all namespaces together); past it the cache starts over."""
 _IN_CHUNK = 500
 """Ids per ``IN (...)`` query (well under SQLite's bound-parameter limit)."""
 _MASK_CACHE_LIMIT = 16
-_SCAN_BLOCK = 256
-"""Rows per block of the multi-query scan: a (256, d) block stays in cache across the p queries."""
 _SEARCH_MEMO_LIMIT = 256
 GENESIS_HASH = "0" * 64
 
@@ -427,8 +426,9 @@ class SQLiteStore(Store):
             return []
         cache = self._records.setdefault(namespace, {})
         missing = [i for i in dict.fromkeys(ids) if i not in cache]
-        if len(cache) + len(missing) > RECORD_CACHE_LIMIT:
-            cache.clear()
+        if missing and sum(map(len, self._records.values())) + len(missing) > RECORD_CACHE_LIMIT:
+            self._records.clear()
+            cache = self._records.setdefault(namespace, {})
             missing = list(dict.fromkeys(ids))
         for start in range(0, len(missing), _IN_CHUNK):
             chunk = missing[start : start + _IN_CHUNK]
@@ -526,9 +526,10 @@ class SQLiteStore(Store):
     ) -> list[list[ScoredId]]:
         """Exact cosine top-``limit`` for each row of ``queries`` ((p, d) float32) over the records
         ``flt`` keeps. Not ``blocked``: one matrix-vector product per query over the cached matrix (no
-        copy of the kept rows). ``blocked``: one pass over the matrix in blocks of :data:`_SCAN_BLOCK`
-        rows, each block multiplied by all p queries while it is in cache (p matrix-vector products
-        read the matrix p times; one (n, d) x (d, p) product would first copy all of it)."""
+        copy of the kept rows). ``blocked``: one pass over the matrix in row blocks
+        (:func:`retain.kernels.blocked_product`), each multiplied by all p queries while it is in cache
+        and on the calling thread (p matrix-vector products read the matrix p times; one (n, d) x (d, p)
+        product would first copy all of it)."""
         p = queries.shape[0]
         index = self._index(namespace)
         if index is None or not index.has_vector.any():
@@ -547,10 +548,7 @@ class SQLiteStore(Store):
         if not blocked:
             scores = np.stack([(index.matrix @ q)[keep] for q in queries])
         else:
-            full = np.empty((index.matrix.shape[0], p), dtype=np.float32)
-            for start in range(0, len(full), _SCAN_BLOCK):
-                np.matmul(index.matrix[start : start + _SCAN_BLOCK], queries.T, out=full[start : start + _SCAN_BLOCK])
-            scores = full[keep].T  # (p, kept)
+            scores = blocked_product(index.matrix, np.ascontiguousarray(queries.T))[keep].T  # (p, kept)
         k = min(int(limit), keep.size)
         out = []
         for row in scores:
