@@ -10,16 +10,20 @@ block of the left matrix is multiplied while it is in cache (a single column nev
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
 import numpy.typing as npt
 
 __all__ = ["SINGLE_THREAD_MADDS", "blocked_product"]
 
+F = TypeVar("F", np.float32, np.float64)
+
 SINGLE_THREAD_MADDS = 1 << 18
 """Most multiply-adds per block (BLAS keeps products of at most this size on the calling thread)."""
 
 
-def blocked_product(a: npt.NDArray[np.floating], b: npt.NDArray[np.floating]) -> npt.NDArray[np.floating]:
+def blocked_product(a: npt.NDArray[F], b: npt.NDArray[F]) -> npt.NDArray[F]:
     """``a @ b`` for a (n, d) and b (d, p), both of one float dtype; returns (n, p) of that dtype.
 
     Rows of ``a`` are taken in blocks of ``SINGLE_THREAD_MADDS // (d * p)`` (at least 1). A single
@@ -36,9 +40,10 @@ def blocked_product(a: npt.NDArray[np.floating], b: npt.NDArray[np.floating]) ->
         raise ValueError(f"blocked_product: dtypes {a.dtype} and {b.dtype} differ")
     n, d = a.shape
     p = b.shape[1]
+    out: npt.NDArray[F] = np.empty((n, p), dtype=a.dtype)
     if p == 1:
-        return np.einsum("nd,d->n", a, b[:, 0])[:, None]
-    out = np.empty((n, p), dtype=a.dtype)
+        np.einsum("nd,d->n", a, b[:, 0], out=out[:, 0])
+        return out
     step = max(1, SINGLE_THREAD_MADDS // max(1, d * p))
     for start in range(0, n, step):
         np.matmul(a[start : start + step], b, out=out[start : start + step])
