@@ -24,6 +24,7 @@ from retain.canary import drop_canaries, is_canary
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, TextTooLong
 from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
+from retain.kernels import blocked_product
 from retain.lexical import index_terms, is_terse, query_terms
 from retain.observe import added, annotate, observed, offered, searched, superseded
 from retain.record import (
@@ -1612,7 +1613,7 @@ class _Pool:
         vectors = [r.embedding if r.embedding is not None else np.zeros(dim, np.float32) for r in records]
         matrix = np.stack(vectors) if n and dim else np.zeros((n, dim), np.float32)  # (n, d) float32
         if query_vector is not None and n:
-            dense = matrix.astype(np.float64) @ query_vector.astype(np.float64)
+            dense = blocked_product(matrix.astype(np.float64), query_vector.astype(np.float64)[:, None])[:, 0]
         else:
             dense = np.zeros(n)
         return cls(

@@ -496,10 +496,10 @@ class SQLiteStore(Store):
 
     def _vector(self, op: VectorSearch) -> list[ScoredId]:
         query = np.asarray(op.vector, dtype=np.float32).reshape(1, -1)
-        return self._vectors(op.namespace, query, op.filter, op.limit, blocked=False)[0]
+        return self._vectors(op.namespace, query, op.filter, op.limit)[0]
 
     def _multi_vector(self, op: MultiVectorSearch) -> list[list[ScoredId]]:
-        """Answered in one blocked pass over the cached matrix. Each row's answer is memoised in the
+        """Answered in one pass over the cached matrix (see :meth:`_vectors`). Each row's answer is memoised in the
         namespace index (dropped with it on any write to the namespace), so a repeated state part
         costs a lookup; filters naming ``seqs`` or ``segments`` are not memoised."""
         queries = np.asarray(op.vectors, dtype=np.float32)
@@ -509,12 +509,12 @@ class SQLiteStore(Store):
         if index is None:
             return [[] for _ in queries]
         if op.filter.seqs is not None or op.filter.segments is not None:
-            return self._vectors(op.namespace, queries, op.filter, op.limit, blocked=True)
+            return self._vectors(op.namespace, queries, op.filter, op.limit)
         keys = [(q.tobytes(), op.filter, int(op.limit)) for q in queries]
         found = {j: index.searches[key] for j, key in enumerate(keys) if key in index.searches}
         todo = [j for j in range(len(keys)) if j not in found]
         if todo:
-            scanned = self._vectors(op.namespace, queries[todo], op.filter, op.limit, blocked=True)
+            scanned = self._vectors(op.namespace, queries[todo], op.filter, op.limit)
             found.update(zip(todo, scanned, strict=True))
             if len(index.searches) + len(todo) > _SEARCH_MEMO_LIMIT:
                 index.searches.clear()
@@ -522,14 +522,13 @@ class SQLiteStore(Store):
         return [list(found[j]) for j in range(len(keys))]
 
     def _vectors(
-        self, namespace: str, queries: npt.NDArray[np.float32], flt: RecordFilter, limit: int, *, blocked: bool
+        self, namespace: str, queries: npt.NDArray[np.float32], flt: RecordFilter, limit: int
     ) -> list[list[ScoredId]]:
         """Exact cosine top-``limit`` for each row of ``queries`` ((p, d) float32) over the records
-        ``flt`` keeps. Not ``blocked``: one matrix-vector product per query over the cached matrix (no
-        copy of the kept rows). ``blocked``: one pass over the matrix in row blocks
-        (:func:`retain.kernels.blocked_product`), each multiplied by all p queries while it is in cache
-        and on the calling thread (p matrix-vector products read the matrix p times; one (n, d) x (d, p)
-        product would first copy all of it)."""
+        ``flt`` keeps, in one pass over the cached matrix (no copy of the kept rows) on the calling thread
+        (:func:`retain.kernels.blocked_product`): row blocks each multiplied by all p queries while in
+        cache (p matrix-vector products would read the matrix p times; one (n, d) x (d, p) product would
+        first copy all of it; a threaded BLAS product stalls when the machine is busy)."""
         p = queries.shape[0]
         index = self._index(namespace)
         if index is None or not index.has_vector.any():
@@ -545,10 +544,7 @@ class SQLiteStore(Store):
         keep = keep[index.has_vector[keep]]
         if keep.size == 0:
             return [[] for _ in range(p)]
-        if not blocked:
-            scores = np.stack([(index.matrix @ q)[keep] for q in queries])
-        else:
-            scores = blocked_product(index.matrix, np.ascontiguousarray(queries.T))[keep].T  # (p, kept)
+        scores = blocked_product(index.matrix, np.ascontiguousarray(queries.T))[keep].T  # (p, kept)
         k = min(int(limit), keep.size)
         out = []
         for row in scores:
