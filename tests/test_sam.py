@@ -311,3 +311,197 @@ def test_probe_examples_replay_a_scenario_and_label_its_needed_events() -> None:
         assert p.needed == frozenset(probe["needed"])
         labelled = {eid for eid, flag in zip(p.event_ids, p.example.needed, strict=True) if flag}
         assert labelled == p.needed & set(p.event_ids)
+
+
+# --- the vectorised scorer against a plain per-record reference ---------------------------------
+
+
+def _reference_features(
+    state: object, phase: str | None, recs: Sequence[MemoryRecord], half_life_s: float
+) -> np.ndarray:
+    """STATE_FEATURES written out one record at a time in float64 (the definition, not the fast path)."""
+    import math
+
+    from retain.record import Tier
+    from retain.sam import content_terms
+
+    def cos(e: np.ndarray, v: np.ndarray) -> float:
+        return float(np.dot(e.astype(np.float64), v.astype(np.float64)))
+
+    def share(terms: frozenset[str], wanted: frozenset[str]) -> float:
+        return len(terms & wanted) / len(wanted) if wanted else 0.0
+
+    positions = [float(r.seq) if r.seq is not None else float(i) for i, r in enumerate(recs)]
+    newest = max(positions, default=0.0)
+    times = [r.event_time.timestamp() for r in recs if r.event_time is not None]
+    newest_time = max(times) if times else math.nan
+    texts = state.texts  # type: ignore[attr-defined]
+    goal_terms = content_terms(" ".join(texts.get("goal", ())))
+    result_terms = content_terms(" ".join(texts.get("result", ())))
+    constraint_terms = [content_terms(c) for c in texts.get("constraints", ())]
+    rows = []
+    for i, r in enumerate(recs):
+        e = r.embedding
+        terms = content_terms(r.content)
+        same_type_newer = sum(
+            1 for j, o in enumerate(recs)
+            if o.type is r.type and (positions[j] > positions[i] or (positions[j] == positions[i] and j < i))
+        )
+        age = max(newest - positions[i], 0.0)
+        if r.event_time is None or math.isnan(newest_time):
+            decay = 0.5
+        else:
+            decay = math.exp(-math.log(2) * max(newest_time - r.event_time.timestamp(), 0.0) / half_life_s)
+        written = r.metadata.get("phase") or None
+        same = 0.5 if not phase else 1.0 if written == phase else 0.0 if written else 0.5
+        role = r.role.lower()
+        goal_cos, result_cos = cos(e, state.goal), cos(e, state.result)  # type: ignore[attr-defined]
+        goal_share = share(terms, goal_terms)
+        hard = float(r.type is MemoryType.HARD_CONSTRAINT)
+        pref = float(r.type is MemoryType.SOFT_PREFERENCE)
+        obs = float(r.type is MemoryType.OBSERVATION)
+        row = {
+            "goal_cos": goal_cos,
+            "result_cos": result_cos,
+            "constraint_max": max((cos(e, c) for c in state.constraints), default=0.0),  # type: ignore[attr-defined]
+            "open_max": max((cos(e, q) for q in state.open), default=0.0),  # type: ignore[attr-defined]
+            "whole_cos": cos(e, state.whole),  # type: ignore[attr-defined]
+            "latest": float(age == 0),
+            "log_age_events": math.log1p(age),
+            "time_decay": decay,
+            "same_phase": same,
+            "earlier_phase_observation": float(bool(phase) and obs == 1.0 and same == 0.0),
+            "core": float(r.tier is Tier.CORE),
+            "importance": r.importance,
+            "log_access": math.log1p(r.access_count),
+            "newest_of_type": float(same_type_newer == 0),
+            "log_type_rank": math.log1p(same_type_newer),
+            "role_user": float(role == "user"),
+            "role_tool": float(role in {"tool", "system", "function", "observation"}),
+            "role_agent": float(role.startswith(("agent", "assistant"))),
+            "goal_overlap": goal_share,
+            "result_overlap": share(terms, result_terms),
+            "constraint_overlap": max((share(terms, w) for w in constraint_terms), default=0.0),
+            "hard_x_goal": hard * goal_cos,
+            "hard_x_goal_overlap": hard * goal_share,
+            "pref_x_goal": pref * goal_cos,
+            "pref_x_goal_overlap": pref * goal_share,
+            "observation_x_result": obs * result_cos,
+        }
+        rows.append([row[name] for name in STATE_FEATURES])
+    return np.array(rows, dtype=np.float64).reshape(len(recs), len(STATE_FEATURES))
+
+
+def _random_records(rng: np.random.Generator, n: int, enc: HashingEncoder) -> list[MemoryRecord]:
+    from datetime import UTC, datetime, timedelta
+
+    from retain.record import Tier
+
+    words = ["budget", "hotel", "flight", "train", "museum", "allergy", "deadline", "invoice", "refund",
+             "courier", "tag", "bag", "预算", "酒店"]
+    roles = ["user", "Tool", "assistant", "agent-7", "system", "Bob"]
+    texts = [" ".join(rng.choice(words, size=5)) for _ in range(n)]
+    vectors = enc.encode(texts) if n else np.zeros((0, DIM), np.float32)
+    return [
+        MemoryRecord(
+            id=new_id(), namespace="n", content=texts[i], type=TYPES[int(rng.integers(len(TYPES)))],
+            role=roles[int(rng.integers(len(roles)))],
+            seq=int(rng.integers(0, 8)) if rng.random() < 0.8 else None,  # ties and unknown positions
+            event_time=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(hours=int(rng.integers(0, 300)))
+            if rng.random() < 0.6 else None,
+            tier=Tier.CORE if rng.random() < 0.2 else Tier.DYNAMIC, importance=float(rng.random()),
+            access_count=int(rng.integers(0, 5)),
+            metadata={"phase": f"p{rng.integers(3)}"} if rng.random() < 0.7 else {}, embedding=vectors[i],
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_state_features_match_the_per_record_reference(seed: int) -> None:
+    from retain.sam import CandidateMemo, state_features
+
+    rng = np.random.default_rng(seed)
+    enc = HashingEncoder(dim=DIM)
+    recs = _random_records(rng, int(rng.integers(0, 40)), enc)
+    words = ["budget", "hotel", "flight", "tag", "bag", "refund", "预算"]
+    state = StateEncoder(enc).encode({
+        "phase": "p1",
+        "subgoals": [" ".join(rng.choice(words, size=3))],
+        "constraints": {f"c{j}": " ".join(rng.choice(words, size=2)) for j in range(int(rng.integers(0, 4)))},
+        "last_result": " ".join(rng.choice(words, size=3)) if rng.random() < 0.7 else None,
+        "open_questions": ["which tag?"] if rng.random() < 0.5 else [],
+    })
+    memo = CandidateMemo()
+    for phase in ("p1", None):
+        expected = _reference_features(state, phase, recs, 3600.0)
+        for cands in (candidates_from_records(recs), candidates_from_records(recs, memo=memo)):
+            got = state_features(state, phase, cands, half_life_s=3600.0)
+            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+
+
+def test_scorer_state_score_matches_the_reference() -> None:
+    rng = np.random.default_rng(3)
+    enc = HashingEncoder(dim=DIM)
+    recs = _random_records(rng, 25, enc)
+    state = StateEncoder(enc).encode({
+        "phase": "p2", "subgoals": ["hotel budget"], "last_result": "tag refund",
+        "constraints": {"cap": "budget 300", "diet": "allergy"}, "open_questions": ["which bag?"],
+    })
+    gamma = np.array([1.5, -2.0, 0.7])
+    theta = rng.standard_normal(len(STATE_FEATURES))
+    scorer = _zero_scorer(DIM, gamma=gamma, theta=theta, W1=rng.standard_normal((2, 2 * DIM)),
+                          W2=rng.standard_normal((DIM, 2)))
+    linear = _reference_features(state, "p2", recs, scorer.half_life_s) @ theta
+    _, parts, _ = scorer.score(state, "p2", candidates_from_records(recs), np.zeros(len(recs)),
+                               query_terms=1, terse=True)
+    s_phase = state.phase.astype(np.float64)  # p2 has no learned vector
+    w = 1.0 + scorer.W2 @ np.tanh(scorer.W1 @ np.concatenate([state.whole, s_phase]))
+    expected = []
+    for r, lin in zip(recs, linear, strict=True):
+        we = w * r.embedding.astype(np.float64)
+        cosines = [
+            float(we @ p) / (np.linalg.norm(we) * np.linalg.norm(p)) if np.linalg.norm(p) > 0 else 0.0
+            for p in (state.whole.astype(np.float64), state.goal.astype(np.float64), state.result.astype(np.float64))
+        ]
+        expected.append(1.0 / (1.0 + np.exp(-(lin + np.dot(gamma, cosines)))))
+    np.testing.assert_allclose(parts["state"], expected, rtol=0, atol=1e-9)
+
+
+def test_candidate_memo_works_out_a_changed_record_again() -> None:
+    from retain.sam import CandidateMemo
+
+    enc = HashingEncoder(dim=DIM)
+    rec = _records(["peanut allergy"], enc)[0]
+    memo = CandidateMemo(limit=2)
+    assert candidates_from_records([rec], memo=memo).importance.tolist() == [0.5]
+    changed = rec.evolve(importance=0.9, content="tree nut allergy")  # same id, a new record object
+    cands = candidates_from_records([changed], memo=memo)
+    assert cands.importance.tolist() == [0.9] and "tree" in cands.terms[0]
+    more = _records(["a", "b", "c"], enc)
+    assert len(candidates_from_records(more, memo=memo).terms) == 3 and len(memo) <= 2
+    with pytest.raises(InvalidInput, match="limit"):
+        CandidateMemo(limit=0)
+    with pytest.raises(InvalidInput, match="vectors"):
+        candidates_from_records([rec], vectors=np.zeros((2, DIM), np.float32))
+
+
+def test_a_write_after_a_state_search_is_seen_by_the_next_state_search() -> None:
+    mem, _ = _memory_with_scorer()
+    ns = "trip"
+    state = {"phase": "book_hotel", "subgoals": ["hotel with a pool near the old town"]}
+    for i in range(30):
+        mem.add(f"chatter line number {i} about the weather and the football", namespace=ns)
+    before = mem.search("ok, continue", namespace=ns, k=3, state=state)
+    hotel = mem.add("We prefer a hotel with a pool near the old town.", namespace=ns)
+    after = mem.search("ok, continue", namespace=ns, k=3, state=state)  # same state: scans and memos reused
+    assert hotel not in {h.record.id for h in before} and after[0].record.id == hotel
+    mem.store.put([mem.get(hotel, namespace=ns).evolve(tier="archive")])  # archived: out of hot search
+    assert hotel not in {h.record.id for h in mem.search("ok, continue", namespace=ns, k=3, state=state)}
+    mem.store.put([mem.get(hotel, namespace=ns).evolve(tier="dynamic")])
+    assert mem.search("ok, continue", namespace=ns, k=3, state=state)[0].record.id == hotel
+    new_id_ = mem.update(hotel, "We prefer a hotel with a rooftop pool near the old town.", namespace=ns)
+    hits = mem.search("ok, continue", namespace=ns, k=3, state=state)
+    assert hits[0].record.id == new_id_ and hotel not in {h.record.id for h in hits}
+    mem.delete(new_id_, namespace=ns)
+    assert {new_id_, hotel}.isdisjoint(h.record.id for h in mem.search("ok, continue", namespace=ns, k=3, state=state))

@@ -24,6 +24,7 @@ from retain.canary import drop_canaries, is_canary
 from retain.errors import EncoderMismatch, Forbidden, InvalidInput, RecordNotFound, TextTooLong
 from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
+from retain.kernels import blocked_product
 from retain.lexical import index_terms, is_terse, query_terms
 from retain.observe import added, annotate, observed, offered, searched, superseded
 from retain.record import (
@@ -52,7 +53,7 @@ from retain.retrieve import (
     mmr,
     rrf,
 )
-from retain.sam import PHASE_KEY, Candidates, StateScorer, candidates_from_records
+from retain.sam import PHASE_KEY, CandidateMemo, Candidates, StateScorer, candidates_from_records
 from retain.segments import drop_index_summaries, is_index_summary
 from retain.state import AgentState, StateEncoder
 from retain.store.base import (
@@ -223,6 +224,7 @@ class Memory:
             state_scorer = None
         self._state_scorer: StateScorer | bool | None = state_scorer
         self._state_encoder: StateEncoder | None = None
+        self._candidate_memo = CandidateMemo()
         self._hot: dict[str, HotSet] = {}
         try:
             self.store.setup()
@@ -1313,25 +1315,30 @@ class Memory:
         """(candidates, content scores in [0, 1], distinct query terms) for the state scorer."""
         raw = scores if cfg.fusion is Fusion.LEARNED else scores / max(float(scores.max()), 1e-12)
         content = np.clip(raw, 0.0, 1.0)  # the time boost may lift a fused score past 1
-        newest = self.store.list_records(namespace, RecordFilter(tiers=None), limit=1, order="recent")
+        newest_id = self.store.list_ids(namespace, RecordFilter(tiers=None), limit=1, order="recent")
+        newest = self.store.get(namespace, newest_id)
+        matrix = pool.matrix if pool.query_vector is not None and len(pool.matrix) == len(pool.records) else None
         cands = candidates_from_records(
             pool.records,
             newest_position=newest[0].seq if newest and newest[0].seq is not None else None,
             newest_time=newest[0].event_time if newest else None,
+            vectors=matrix,
+            memo=self._candidate_memo,
         )
         return cands, content, len(set(pool.terms))
 
     def _state_pool(self, namespace: str, encoded: Any, flt: RecordFilter) -> list[str]:
         """Ids the state brings into the pool: nearest to the whole state, to the current subgoal and
         to the last result; the core tier (mandatory records); the newest records."""
+        parts = [v for v in (encoded.whole, encoded.goal, encoded.result) if v.any()]
         ids: list[str] = []
-        for vector in (encoded.whole, encoded.goal, encoded.result):
-            if vector.any():
-                ids += [h.id for h in self.store.search_vector(namespace, vector, flt, STATE_POOL)]
+        if parts:  # one scan of the stored embeddings for all parts
+            for hits in self.store.search_vectors(namespace, np.stack(parts), flt, STATE_POOL):
+                ids += [h.id for h in hits]
         core = replace(flt, tiers=tuple(t for t in (flt.tiers or tuple(Tier)) if t is Tier.CORE))
         if core.tiers:
-            ids += [r.id for r in self.store.list_records(namespace, core, limit=CORE_POOL, order="recent")]
-        ids += [r.id for r in self.store.list_records(namespace, flt, limit=RECENT_POOL, order="recent")]
+            ids += self.store.list_ids(namespace, core, limit=CORE_POOL, order="recent")
+        ids += self.store.list_ids(namespace, flt, limit=RECENT_POOL, order="recent")
         return ids
 
     def _candidates(
@@ -1666,6 +1673,7 @@ class _Pool:
     dense_rank: npt.NDArray[np.float64]
     rrf: npt.NDArray[np.float64]
     vectors: list[npt.NDArray[np.float32]]
+    matrix: npt.NDArray[np.float32]
     query_vector: npt.NDArray[np.float32] | None
     terms: list[str]
     query: str
@@ -1691,8 +1699,9 @@ class _Pool:
         fused = rrf([[h.id for h in lexical], [h.id for h in dense_hits]], k=rrf_k)
         dim = 0 if query_vector is None else len(query_vector)
         vectors = [r.embedding if r.embedding is not None else np.zeros(dim, np.float32) for r in records]
+        matrix = np.stack(vectors) if n and dim else np.zeros((n, dim), np.float32)  # (n, d) float32
         if query_vector is not None and n:
-            dense = np.stack(vectors).astype(np.float64) @ query_vector.astype(np.float64)
+            dense = blocked_product(matrix.astype(np.float64), query_vector.astype(np.float64)[:, None])[:, 0]
         else:
             dense = np.zeros(n)
         return cls(
@@ -1704,6 +1713,7 @@ class _Pool:
             dense_rank=np.array([dense_rank.get(r.id, depth) for r in records], dtype=np.float64),
             rrf=np.array([fused.get(r.id, 0.0) for r in records], dtype=np.float64),
             vectors=vectors,
+            matrix=matrix,
             query_vector=query_vector,
             terms=terms,
             query=query,

@@ -29,6 +29,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput
+from retain.kernels import blocked_product
 from retain.lexical import STOPWORDS, index_terms
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.state import EncodedState
@@ -44,6 +46,7 @@ from retain.state import EncodedState
 __all__ = [
     "DEFAULT_HALF_LIFE_S",
     "STATE_FEATURES",
+    "CandidateMemo",
     "Candidates",
     "SamExample",
     "StateScorer",
@@ -82,6 +85,7 @@ STATE_FEATURES: tuple[str, ...] = (
     "observation_x_result",
 )
 TYPES: tuple[MemoryType, ...] = tuple(MemoryType)
+_TYPE_INDEX = {t: i for i, t in enumerate(TYPES)}
 DEFAULT_HALF_LIFE_S = 3 * 24 * 3600.0
 """Default half-life of the event-time decay feature: 3 days (seconds)."""
 PHASE_KEY = "phase"
@@ -105,6 +109,7 @@ class Candidates:
         terms: each record's content terms (:func:`retain.lexical.index_terms` minus stop words).
         core, importance, access: (n,) float64.
         newest_position, newest_time: of the whole namespace (not only the candidates).
+        vectors64: (n, d) float64, ``vectors`` widened once for the scorer's products.
     """
 
     vectors: npt.NDArray[np.float32]
@@ -119,54 +124,140 @@ class Candidates:
     access: FloatArray
     newest_position: float
     newest_time: float
+    vectors64: FloatArray
+
+
+_Row = tuple[tuple[float, float, float, float, float, float], str | None, str, frozenset[str]]
+"""One record's inputs: (seq or NaN, event time or NaN, type index, core, importance, log1p(access)),
+phase, role, content terms."""
+
+
+def _row(r: MemoryRecord) -> _Row:
+    numeric = (
+        float(r.seq) if r.seq is not None else math.nan,
+        r.event_time.timestamp() if r.event_time is not None else math.nan,
+        float(_TYPE_INDEX[r.type]),
+        1.0 if r.tier is Tier.CORE else 0.0,
+        float(r.importance),
+        math.log1p(r.access_count),
+    )
+    return numeric, _phase_of(r), r.role, content_terms(r.content)
+
+
+class CandidateMemo:
+    """Memo of each record's :class:`Candidates` inputs, by record id, for as long as the very same
+    record object comes back (records are immutable; a store that re-reads a changed record hands out a
+    new object, which is worked out again). Holds at most ``limit`` records, then starts over.
+
+    Raises:
+        InvalidInput: ``limit`` < 1.
+    """
+
+    def __init__(self, limit: int = 20_000) -> None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInput(f"limit: must be an int >= 1, got {limit!r}")
+        self._limit = limit
+        self._rows: dict[str, tuple[MemoryRecord, _Row]] = {}
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def rows(self, records: Sequence[MemoryRecord]) -> list[_Row]:
+        """Each record's inputs, in order (worked out for records not seen as that object before)."""
+        memo = self._rows
+        out: list[_Row] = []
+        for r in records:
+            hit = memo.get(r.id)
+            if hit is None or hit[0] is not r:
+                if len(memo) >= self._limit:
+                    memo.clear()
+                hit = memo[r.id] = (r, _row(r))
+            out.append(hit[1])
+        return out
 
 
 def candidates_from_records(
-    records: Sequence[MemoryRecord], *, newest_position: float | None = None, newest_time: datetime | None = None
+    records: Sequence[MemoryRecord],
+    *,
+    newest_position: float | None = None,
+    newest_time: datetime | None = None,
+    vectors: npt.NDArray[np.float32] | None = None,
+    memo: CandidateMemo | None = None,
 ) -> Candidates:
     """Build :class:`Candidates`; records without ``seq`` take their index in ``records`` as position.
 
+    ``vectors`` ((n, d) float32), when given, are the records' embeddings already stacked in order;
+    ``memo`` keeps each record's other inputs between calls.
+
     Raises:
-        InvalidInput: a record without an embedding, or embeddings of different widths.
+        InvalidInput: a record without an embedding, embeddings of different widths, or ``vectors``
+            not (len(records), d).
     """
-    dims = {r.embedding.shape[0] if r.embedding is not None else None for r in records}
-    if None in dims or len(dims) > 1:
+    n = len(records)
+    if any(r.embedding is None for r in records):
         raise InvalidInput("candidates: every record needs an embedding, all of one width")
-    dim = next(iter(dims)) if dims else 0
-    vectors = np.zeros((len(records), dim or 0), dtype=np.float32)
-    for i, r in enumerate(records):
-        vectors[i] = r.embedding
-    positions = np.array([float(r.seq) if r.seq is not None else float(i) for i, r in enumerate(records)])
-    times = np.array([r.event_time.timestamp() if r.event_time is not None else math.nan for r in records])
+    if vectors is None:
+        try:
+            vectors = np.stack([r.embedding for r in records]) if n else np.zeros((0, 0), np.float32)  # type: ignore[misc]
+        except ValueError as exc:
+            raise InvalidInput("candidates: every record needs an embedding, all of one width") from exc
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != n:
+        raise InvalidInput(f"vectors: expected ({n}, d) float32, got shape {vectors.shape}")
+    rows = memo.rows(records) if memo is not None else [_row(r) for r in records]
+    numeric = np.array([row[0] for row in rows], dtype=np.float64).reshape(n, 6)
+    positions = np.where(np.isnan(numeric[:, 0]), np.arange(n, dtype=np.float64), numeric[:, 0])
+    times = numeric[:, 1].copy()
     known = times[~np.isnan(times)]
     return Candidates(
         vectors=vectors,
-        types=np.array([TYPES.index(r.type) for r in records], dtype=np.intp),
+        types=numeric[:, 2].astype(np.intp),
         positions=positions,
         times=times,
-        phases=tuple(_phase_of(r) for r in records),
-        roles=tuple(r.role for r in records),
-        terms=tuple(content_terms(r.content) for r in records),
-        core=np.array([1.0 if r.tier is Tier.CORE else 0.0 for r in records]),
-        importance=np.array([r.importance for r in records], dtype=np.float64),
-        access=np.array([math.log1p(r.access_count) for r in records], dtype=np.float64),
+        phases=tuple(row[1] for row in rows),
+        roles=tuple(row[2] for row in rows),
+        terms=tuple(row[3] for row in rows),
+        core=numeric[:, 3].copy(),
+        importance=numeric[:, 4].copy(),
+        access=numeric[:, 5].copy(),
         newest_position=float(newest_position if newest_position is not None else positions.max(initial=0.0)),
         newest_time=(
             newest_time.timestamp() if newest_time is not None else float(known.max()) if known.size else math.nan
         ),
+        vectors64=vectors.astype(np.float64),
     )
 
 
+@lru_cache(maxsize=1 << 16)
 def content_terms(text: str) -> frozenset[str]:
-    """Lower-cased index terms of ``text`` without stop words (CJK as bigrams and characters)."""
+    """Lower-cased index terms of ``text`` without stop words (CJK as bigrams and characters);
+    memoised by text (the last 65,536 texts), so a record seen by an earlier search costs a lookup."""
     return frozenset(t for t in index_terms(text) if t not in STOPWORDS and len(t) > 1)
 
 
-def _overlap(terms: Sequence[frozenset[str]], wanted: frozenset[str]) -> FloatArray:
-    """Share of ``wanted`` terms each candidate contains (0 when nothing is wanted)."""
-    if not wanted:
-        return np.zeros(len(terms))
-    return np.array([len(t & wanted) / len(wanted) for t in terms], dtype=np.float64)
+def _overlaps(terms: Sequence[frozenset[str]], wanted: Sequence[frozenset[str]]) -> FloatArray:
+    """(n, len(wanted)) share of each wanted term set that each candidate contains (0 for an empty set).
+
+    One set intersection per candidate (with the union of the wanted sets), then one (n, u) x (u, w)
+    product of term indicators, instead of n x w intersections."""
+    out = np.zeros((len(terms), len(wanted)))
+    union = frozenset().union(*wanted)
+    if not union or not len(terms):
+        return out
+    column = {t: j for j, t in enumerate(union)}
+    rows: list[int] = []
+    cols: list[int] = []
+    for i, t in enumerate(terms):
+        for term in t & union:
+            rows.append(i)
+            cols.append(column[term])
+    present = np.zeros((len(terms), len(union)))
+    present[rows, cols] = 1.0
+    member = np.zeros((len(union), len(wanted)))
+    for j, w in enumerate(wanted):
+        member[[column[t] for t in w], j] = 1.0
+    sizes = np.array([max(len(w), 1) for w in wanted], dtype=np.float64)
+    return (present @ member) / sizes
 
 
 def _phase_of(record: MemoryRecord) -> str | None:
@@ -179,19 +270,30 @@ def state_features(
 ) -> FloatArray:
     """(n, len(STATE_FEATURES)) float64 features of each candidate under ``state`` (the lexical overlap
     features read the state's texts from ``state.texts``)."""
-    E = cands.vectors.astype(np.float64)
+    return _features(state, phase, cands, half_life_s, np.zeros((0, cands.vectors.shape[1])))[0]
+
+
+def _features(
+    state: EncodedState, phase: str | None, cands: Candidates, half_life_s: float, extra: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`state_features`, and the (n, r) dot products of the candidates with the r rows of
+    ``extra`` ((r, d) float64), computed in the same matrix product as the state-part cosines."""
+    E = cands.vectors64
     n = E.shape[0]
     out = np.zeros((n, len(STATE_FEATURES)))
     if n == 0:
-        return out
-    col = {name: i for i, name in enumerate(STATE_FEATURES)}
-    out[:, col["goal_cos"]] = E @ state.goal
-    out[:, col["result_cos"]] = E @ state.result
-    if len(state.constraints):
-        out[:, col["constraint_max"]] = (E @ state.constraints.T.astype(np.float64)).max(axis=1)
-    if len(state.open):
-        out[:, col["open_max"]] = (E @ state.open.T.astype(np.float64)).max(axis=1)
-    out[:, col["whole_cos"]] = E @ state.whole
+        return out, np.zeros((0, len(extra)))
+    col = _COLUMN
+    c, o = len(state.constraints), len(state.open)
+    parts = np.vstack([state.goal, state.result, state.whole, state.constraints, state.open]).astype(np.float64)
+    cos = blocked_product(E, np.vstack([parts, extra]).T.copy())  # (n, 3 + c + o + r): every state part at once
+    out[:, col["goal_cos"]] = cos[:, 0]
+    out[:, col["result_cos"]] = cos[:, 1]
+    out[:, col["whole_cos"]] = cos[:, 2]
+    if c:
+        out[:, col["constraint_max"]] = cos[:, 3 : 3 + c].max(axis=1)
+    if o:
+        out[:, col["open_max"]] = cos[:, 3 + c : 3 + c + o].max(axis=1)
     age = np.maximum(cands.newest_position - cands.positions, 0.0)
     out[:, col["latest"]] = (age == 0).astype(np.float64)
     out[:, col["log_age_events"]] = np.log1p(age)
@@ -212,21 +314,26 @@ def state_features(
     out[:, col["log_access"]] = cands.access
     # recency among the candidates of the same type: the newest plan step, observation, result ...
     order = np.lexsort((-cands.positions, cands.types))
+    sorted_types = cands.types[order]
+    starts = np.flatnonzero(np.r_[True, sorted_types[1:] != sorted_types[:-1]])  # first row of each type
+    group_start = starts[np.searchsorted(starts, np.arange(n), side="right") - 1]
     rank = np.zeros(n)
-    for j, i in enumerate(order):
-        rank[i] = 0 if j == 0 or cands.types[order[j - 1]] != cands.types[i] else rank[order[j - 1]] + 1
+    rank[order] = np.arange(n) - group_start
     out[:, col["newest_of_type"]] = (rank == 0).astype(np.float64)
     out[:, col["log_type_rank"]] = np.log1p(rank)
-    roles = [r.lower() for r in cands.roles]
-    out[:, col["role_user"]] = [r == "user" for r in roles]
-    out[:, col["role_tool"]] = [r in _TOOL_ROLES for r in roles]
-    out[:, col["role_agent"]] = [r.startswith(("agent", "assistant")) for r in roles]
-    goal = _overlap(cands.terms, content_terms(" ".join(state.texts.get("goal", ()))))
+    out[:, [col["role_user"], col["role_tool"], col["role_agent"]]] = [_role_flags(r) for r in cands.roles]
+    constraint_terms = [content_terms(t) for t in state.texts.get("constraints", ())]
+    wanted = [
+        content_terms(" ".join(state.texts.get("goal", ()))),
+        content_terms(" ".join(state.texts.get("result", ()))),
+        *constraint_terms,
+    ]
+    overlap = _overlaps(cands.terms, wanted)
+    goal = overlap[:, 0]
     out[:, col["goal_overlap"]] = goal
-    out[:, col["result_overlap"]] = _overlap(cands.terms, content_terms(" ".join(state.texts.get("result", ()))))
-    wanted = [content_terms(c) for c in state.texts.get("constraints", ())]
-    if wanted:
-        out[:, col["constraint_overlap"]] = np.max([_overlap(cands.terms, w) for w in wanted], axis=0)
+    out[:, col["result_overlap"]] = overlap[:, 1]
+    if constraint_terms:
+        out[:, col["constraint_overlap"]] = overlap[:, 2:].max(axis=1)
     hard = (cands.types == TYPES.index(MemoryType.HARD_CONSTRAINT)).astype(np.float64)
     pref = (cands.types == TYPES.index(MemoryType.SOFT_PREFERENCE)).astype(np.float64)
     obs = (cands.types == TYPES.index(MemoryType.OBSERVATION)).astype(np.float64)
@@ -235,7 +342,17 @@ def state_features(
     out[:, col["pref_x_goal"]] = pref * out[:, col["goal_cos"]]
     out[:, col["pref_x_goal_overlap"]] = pref * goal
     out[:, col["observation_x_result"]] = obs * out[:, col["result_cos"]]
-    return out
+    return out, cos[:, 3 + c + o :]
+
+
+_COLUMN = {name: i for i, name in enumerate(STATE_FEATURES)}
+
+
+@lru_cache(maxsize=1024)
+def _role_flags(role: str) -> tuple[float, float, float]:
+    """(user, tool, agent) indicators of a role name."""
+    r = role.lower()
+    return float(r == "user"), float(r in _TOOL_ROLES), float(r.startswith(("agent", "assistant")))
 
 
 def _rows(value: Any, shape: tuple[int, ...], name: str) -> FloatArray:
@@ -335,11 +452,14 @@ class StateScorer:
         if n and cands.vectors.shape[1] != self.dim:
             raise InvalidInput(f"candidates: {cands.vectors.shape[1]} dims, the state scorer expects {self.dim}")
         s_phase, known = self.phase_vector(state, phase)
-        x = (state_features(state, phase, cands, half_life_s=self.half_life_s) - self.mean) / self.scale
-        reweighted = self._reweighted(cands.vectors, state, s_phase)
+        w, parts = self._reweighting(state, s_phase)
+        features, dots = _features(state, phase, cands, self.half_life_s, w * parts)
+        x = (features - self.mean) / self.scale
+        reweighted = self._reweighted(cands, w, parts, dots)
         h = np.tanh(s_phase @ self.P)
         prior = (self.type_bias + self.B @ h)[cands.types] if n else np.zeros(0)
-        logit = x @ self.theta + reweighted @ self.gamma + prior + self.bias
+        linear = blocked_product(x, self.theta[:, None])[:, 0] if n else np.zeros(0)
+        logit = linear + reweighted @ self.gamma + prior + self.bias
         state_score = 1.0 / (1.0 + np.exp(-np.clip(logit, -30, 30)))
         top = float(content.max()) if n else 0.0
         if empty_state:
@@ -358,20 +478,23 @@ class StateScorer:
         }
         return final, breakdown, alpha
 
-    def _reweighted(self, E32: npt.NDArray[np.float32], state: EncodedState, s_phase: FloatArray) -> FloatArray:
-        """(n, 3) cos(w * e, s_part) for s_part in whole, goal, result (0 for absent parts)."""
-        n = E32.shape[0]
-        if n == 0:
-            return np.zeros((0, len(_REWEIGHTED)))
+    def _reweighting(self, state: EncodedState, s_phase: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """w(S) ((d,) float64) and the parts it is compared with, rows whole, goal, result ((3, d))."""
         w = 1.0 + self.W2 @ np.tanh(self.W1 @ np.concatenate([state.whole, s_phase]))
-        E = E32.astype(np.float64)
-        norms = np.sqrt(np.maximum((E * E) @ (w * w), 1e-12))
+        return w, np.stack([state.whole, state.goal, state.result]).astype(np.float64)
+
+    def _reweighted(self, cands: Candidates, w: FloatArray, parts: FloatArray, dots: FloatArray) -> FloatArray:
+        """(n, 3) cos(w * e, s_part) for s_part in whole, goal, result (0 for absent parts), given
+        ``dots`` = e . (w * s_part) ((n, 3))."""
+        n = cands.vectors64.shape[0]
         out = np.zeros((n, len(_REWEIGHTED)))
-        for j, part in enumerate((state.whole, state.goal, state.result)):
-            p = part.astype(np.float64)
-            pn = float(np.linalg.norm(p))
-            if pn > 0:
-                out[:, j] = (E @ (w * p)) / (norms * pn)
+        if n == 0:
+            return out
+        E = cands.vectors64
+        norms = np.sqrt(np.maximum(blocked_product(E * E, (w * w)[:, None])[:, 0], 1e-12))  # |w * e|
+        pn = np.linalg.norm(parts, axis=1)
+        present = pn > 0
+        out[:, present] = dots[:, present] / (norms[:, None] * pn[present])
         return out
 
     # --- persistence ------------------------------------------------------------------------------

@@ -385,6 +385,89 @@ def test_vector_search_sees_writes_and_rejects_wrong_dimension(store: Store) -> 
         store.search_vector("ns", unit(1, dim=DIM + 1))
 
 
+def test_multi_vector_search_answers_each_row_as_a_single_search(
+    store: Store, corpus: dict[str, MemoryRecord]
+) -> None:
+    queries = np.stack([unit(5), unit(1) * 2.0, unit(77), np.zeros(DIM, np.float32)])  # scaled, zero rows too
+    for flt in (RecordFilter(), ALL_RECORDS, RecordFilter(tiers=(Tier.CORE,)), RecordFilter(seqs=(2, 5))):
+        for limit in (1, 3, 50):
+            many = store.search_vectors("ns", queries, flt, limit)
+            single = [store.search_vector("ns", q, flt, limit) for q in queries]
+            assert [ids(h) for h in many] == [ids(h) for h in single]
+            for a, b in zip(many, single, strict=True):
+                np.testing.assert_allclose([h.score for h in a], [h.score for h in b], rtol=1e-5, atol=1e-6)
+            again = store.search_vectors("ns", queries, flt, limit)  # a repeated search: the same answer
+            assert [ids(h) for h in again] == [ids(h) for h in many]
+    assert store.search_vectors("empty", queries) == [[], [], [], []]
+    assert store.search_vectors("ns", np.zeros((0, DIM), np.float32)) == []
+    with pytest.raises(InvalidInput, match="vectors"):
+        store.search_vectors("ns", unit(1))
+    with pytest.raises(InvalidInput, match="dimension"):
+        store.search_vectors("ns", np.stack([unit(1, dim=DIM + 1)]))
+
+
+def test_multi_vector_search_sees_every_kind_of_write(store: Store) -> None:
+    first = make("ns", "first", seed=1)
+    store.put([first])
+    probe = np.stack([unit(2), unit(3)])
+    assert [ids(h) for h in store.search_vectors("ns", probe)] == [[first.id], [first.id]]
+    second = make("ns", "second", seed=2)
+    store.put([second])  # an add after a search is seen by the next search
+    assert store.search_vectors("ns", probe)[0][0].id == second.id
+    store.put([second.evolve(tier=Tier.ARCHIVE)])  # archived: out of the hot memory
+    assert ids(store.search_vectors("ns", probe)[0]) == [first.id]
+    store.put([second.evolve(tier=Tier.DYNAMIC, embedding=unit(3))])  # re-embedded in place
+    assert store.search_vectors("ns", probe)[1][0].id == second.id
+    store.delete("ns", [second.id])
+    assert [ids(h) for h in store.search_vectors("ns", probe)] == [[first.id], [first.id]]
+    store.delete_namespace("ns")
+    assert store.search_vectors("ns", probe) == [[], []]
+
+
+def test_list_ids_are_the_ids_of_list_records(store: Store, corpus: dict[str, MemoryRecord]) -> None:
+    filters = (RecordFilter(), ALL_RECORDS, RecordFilter(tiers=(Tier.CORE,)), RecordFilter(seqs=(0, 2, 3)))
+    for flt, order, limit in itertools.product(filters, ("created", "seq", "event", "recent"), (None, 1, 2)):
+        listed = ids(store.list_records("ns", flt, order=order, limit=limit))
+        assert store.list_ids("ns", flt, order=order, limit=limit) == listed
+        store.search_vector("ns", unit(1))  # the same answer with the namespace's vectors cached
+        assert store.list_ids("ns", flt, order=order, limit=limit) == listed
+    late = make("ns", "written last", seed=8)
+    store.put([late])  # a write after a listing is seen by the next one
+    assert store.list_ids("ns", RecordFilter(tiers=None), order="recent", limit=1) == [late.id]
+    with pytest.raises(InvalidInput, match="order"):
+        store.list_ids("ns", order="sideways")
+
+
+def test_records_handed_out_reflect_the_latest_write(store: Store) -> None:
+    rec = make("ns", "cached then changed", seed=4)
+    store.put([rec])
+    assert store.get("ns", [rec.id])[0].importance == rec.importance
+    store.put([rec.evolve(importance=0.9, tier=Tier.CORE)])
+    got = store.get("ns", [rec.id])[0]
+    assert (got.importance, got.tier) == (0.9, Tier.CORE)
+    assert store.list_records("ns", RecordFilter(tiers=(Tier.CORE,)))[0].importance == 0.9
+    store.delete("ns", [rec.id])
+    assert store.get("ns", [rec.id]) == []
+
+
+def test_sqlite_caches_see_commits_of_another_connection(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    a, b = SQLiteStore(path), SQLiteStore(path)
+    a.setup()
+    b.setup()
+    rec = make("ns", "seen by both", seed=6)
+    a.put([rec])
+    assert ids(b.search_vectors("ns", np.stack([unit(6)]))[0]) == [rec.id]
+    assert b.get("ns", [rec.id])[0].importance == rec.importance
+    a.put([rec.evolve(importance=0.25)])
+    other = make("ns", "written by a", seed=7)
+    a.put([other])
+    assert b.get("ns", [rec.id])[0].importance == 0.25
+    assert b.search_vectors("ns", np.stack([unit(7)]))[0][0].id == other.id
+    a.close()
+    b.close()
+
+
 # --- namespaces ------------------------------------------------------------------------------
 
 
@@ -603,3 +686,17 @@ def test_provenance_round_trips_is_written_once_and_purged_with_its_namespace(st
     store.put([make("ns-a", "kept elsewhere")])
     store.delete_namespace("ns-a")
     assert store.provenance(pid) is None and store.provenance(other) is not None
+
+
+def test_sqlite_record_cache_limit_keeps_answers_right(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import retain.store.sqlite as backend
+
+    monkeypatch.setattr(backend, "RECORD_CACHE_LIMIT", 3)
+    store = SQLiteStore(tmp_path / "small-cache.db")
+    store.setup()
+    records = [make("ns", f"record {i}", seed=i) for i in range(5)]
+    store.put(records)
+    for _ in range(2):  # the second round reads through a cache that had to start over
+        assert ids(store.get("ns", [r.id for r in reversed(records)])) == [r.id for r in reversed(records)]
+        assert ids(store.list_records("ns")) == [r.id for r in records]
+    store.close()

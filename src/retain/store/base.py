@@ -42,8 +42,10 @@ __all__ = [
     "GetRecords",
     "LexicalSearch",
     "ListEdges",
+    "ListIds",
     "ListNamespaces",
     "ListRecords",
+    "MultiVectorSearch",
     "Op",
     "PutEdges",
     "PutProvenance",
@@ -258,6 +260,17 @@ class ListRecords:
 
 
 @dataclass(frozen=True, slots=True)
+class ListIds:
+    """Result: list of the ids of the records matching ``filter``, in ``order`` (as
+    :class:`ListRecords`); the same ids :class:`ListRecords` gives, without reading the records."""
+
+    namespace: str
+    filter: RecordFilter = RecordFilter()
+    limit: int | None = None
+    order: str = "created"
+
+
+@dataclass(frozen=True, slots=True)
 class CountRecords:
     """Result: int, number of records matching ``filter``."""
 
@@ -287,6 +300,21 @@ class VectorSearch:
 
     namespace: str
     vector: npt.NDArray[np.float32]
+    filter: RecordFilter = RecordFilter()
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class MultiVectorSearch:
+    """Several :class:`VectorSearch` queries over one namespace and filter at once.
+
+    ``vectors`` is (p, d) float32, one query per row. Result: p lists of :class:`ScoredId`, list j
+    the answer :class:`VectorSearch` gives for row j (best first, cosine in [-1, 1], higher = closer).
+    A backend may answer all p rows with one pass over the stored embeddings.
+    """
+
+    namespace: str
+    vectors: npt.NDArray[np.float32]
     filter: RecordFilter = RecordFilter()
     limit: int = 50
 
@@ -385,9 +413,11 @@ Op = (
     | FindByHash
     | RequireCurrent
     | ListRecords
+    | ListIds
     | CountRecords
     | LexicalSearch
     | VectorSearch
+    | MultiVectorSearch
     | DeleteRecords
     | DeleteNamespace
     | ListNamespaces
@@ -487,6 +517,18 @@ class Store(ABC):
         result: list[MemoryRecord] = self.batch([ListRecords(namespace, filter, limit, order)])[0]
         return result
 
+    def list_ids(
+        self,
+        namespace: str,
+        filter: RecordFilter = RecordFilter(),
+        *,
+        limit: int | None = None,
+        order: str = "created",
+    ) -> list[str]:
+        """Ids of the records matching ``filter`` in ``order``; see :class:`ListIds`."""
+        result: list[str] = self.batch([ListIds(namespace, filter, limit, order)])[0]
+        return result
+
     def count(self, namespace: str, filter: RecordFilter = RecordFilter()) -> int:
         """Number of records matching ``filter``."""
         return int(self.batch([CountRecords(namespace, filter)])[0])
@@ -509,6 +551,26 @@ class Store(ABC):
     ) -> list[ScoredId]:
         """Cosine search; see :class:`VectorSearch`."""
         result: list[ScoredId] = self.batch([VectorSearch(namespace, vector, filter, limit)])[0]
+        return result
+
+    def search_vectors(
+        self,
+        namespace: str,
+        vectors: npt.NDArray[np.float32],
+        filter: RecordFilter = RecordFilter(),
+        limit: int = 50,
+    ) -> list[list[ScoredId]]:
+        """Cosine search for each row of ``vectors`` ((p, d) float32); see :class:`MultiVectorSearch`.
+
+        Raises:
+            InvalidInput: ``vectors`` is not 2-d.
+        """
+        matrix = np.asarray(vectors, dtype=np.float32)
+        if matrix.ndim != 2:
+            raise InvalidInput(f"vectors: expected a (p, d) matrix, got shape {matrix.shape}")
+        if matrix.shape[0] == 0:
+            return []
+        result: list[list[ScoredId]] = self.batch([MultiVectorSearch(namespace, matrix, filter, limit)])[0]
         return result
 
     def delete(self, namespace: str, ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:

@@ -6,8 +6,13 @@
 * Lexical channel: FTS5 (``porter unicode61``) over :func:`retain.lexical.index_terms`, so CJK text
   is indexed as character bigrams; score = -bm25() (higher = more relevant).
 * Dense channel: embeddings as float32 blobs; exact cosine by a numpy scan over a per-namespace
-  matrix cached in memory and invalidated by local writes and by ``PRAGMA data_version`` (commits
-  from other connections or processes).
+  matrix cached in memory (with every record's filter columns, in write order) and invalidated by
+  local writes and by ``PRAGMA data_version`` (commits from other connections or processes).
+  :class:`MultiVectorSearch` answers several query vectors with one product over that matrix.
+* Decoded records are cached per namespace and id: a write drops the ids it wrote (a delete, the
+  namespace), a rolled-back write or another connection's commit drops everything. Records handed
+  out are shared between calls; they are frozen values, and their ``metadata`` must be treated as
+  read-only.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput, RecordNotFound, SchemaError
+from retain.kernels import blocked_product
 from retain.lexical import index_terms
 from retain.record import MemoryRecord, MemoryType, Tier, search_text, utcnow
 from retain.store.base import (
@@ -40,8 +46,10 @@ from retain.store.base import (
     GetRecords,
     LexicalSearch,
     ListEdges,
+    ListIds,
     ListNamespaces,
     ListRecords,
+    MultiVectorSearch,
     Op,
     PutEdges,
     PutProvenance,
@@ -58,6 +66,12 @@ from retain.store.sqlite_edges import EDGES_MIGRATION, list_edges, purge_edges, 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
 BUSY_TIMEOUT_MS = 30_000
+RECORD_CACHE_LIMIT = 20_000
+"""Most decoded records cached (all namespaces together); past it the cache starts over."""
+_IN_CHUNK = 500
+"""Ids per ``IN (...)`` query (well under SQLite's bound-parameter limit)."""
+_MASK_CACHE_LIMIT = 16
+_SEARCH_MEMO_LIMIT = 256
 GENESIS_HASH = "0" * 64
 
 _COLUMNS = (
@@ -161,17 +175,35 @@ def audit_hash(prev_hash: str, fields: dict[str, Any]) -> str:
 
 
 @dataclass
-class _VectorCache:
-    """Per-namespace arrays for the exact dense scan; rows align with ``ids``."""
+class _NamespaceIndex:
+    """Per-namespace arrays in write (rowid) order, one row per record: the exact dense scan's
+    matrix and every column a :class:`RecordFilter` reads. Rows of records without an embedding
+    are zero and have ``has_vector`` False."""
 
     ids: npt.NDArray[np.object_]
     matrix: npt.NDArray[np.float32]
+    has_vector: npt.NDArray[np.bool_]
     types: npt.NDArray[np.object_]
     tiers: npt.NDArray[np.object_]
     segments: npt.NDArray[np.object_]
     seqs: npt.NDArray[np.float64]
     event_us: npt.NDArray[np.float64]
     current: npt.NDArray[np.bool_]
+    masks: dict[RecordFilter, npt.NDArray[np.intp]] = field(default_factory=dict)
+    searches: dict[tuple[bytes, RecordFilter, int], list[ScoredId]] = field(default_factory=dict)
+
+    def rows(self, flt: RecordFilter) -> npt.NDArray[np.intp]:
+        """Row numbers (ascending = oldest written first) of the records ``flt`` keeps; memoised for
+        filters without ``seqs`` or ``segments`` (those change with every query)."""
+        cacheable = flt.seqs is None and flt.segments is None
+        if cacheable and flt in self.masks:
+            return self.masks[flt]
+        rows = np.flatnonzero(self.mask(flt))
+        if cacheable:
+            if len(self.masks) >= _MASK_CACHE_LIMIT:
+                self.masks.clear()
+            self.masks[flt] = rows
+        return rows
 
     def mask(self, flt: RecordFilter) -> npt.NDArray[np.bool_]:
         keep = np.ones(len(self.ids), dtype=bool)
@@ -219,7 +251,8 @@ class SQLiteStore(Store):
         self._conn.execute("PRAGMA secure_delete = ON")
         self._conn.execute("PRAGMA foreign_keys = ON")
         self._lock = threading.RLock()
-        self._cache: dict[str, _VectorCache] = {}
+        self._cache: dict[str, _NamespaceIndex] = {}
+        self._records: dict[str, dict[str, MemoryRecord]] = {}
         self._data_version: int | None = None
         self._ready = False
 
@@ -278,7 +311,7 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-            self._cache.clear()
+            self._drop_caches()
             self._ready = False
 
     def _require_ready(self) -> None:
@@ -300,7 +333,7 @@ class SQLiteStore(Store):
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 if writes:
-                    self._cache.clear()
+                    self._drop_caches()
                 raise
             if writes:
                 self._data_version = self._read_data_version()
@@ -319,8 +352,12 @@ class SQLiteStore(Store):
     def _check_external_changes(self) -> None:
         version = self._read_data_version()
         if self._data_version is not None and version != self._data_version:
-            self._cache.clear()
+            self._drop_caches()
         self._data_version = version
+
+    def _drop_caches(self) -> None:
+        self._cache.clear()
+        self._records.clear()
 
     def _checkpoint(self) -> None:
         """Fold the WAL back so purged content does not linger in it (best effort)."""
@@ -377,17 +414,31 @@ class SQLiteStore(Store):
             lex = " ".join(index_terms(search_text(rec)))
             self._conn.execute("INSERT INTO records_fts (rowid, lex) VALUES (?, ?)", (rowid, lex))
             self._cache.pop(rec.namespace, None)
+            self._records.get(rec.namespace, {}).pop(rec.id, None)
 
     def _get(self, op: GetRecords) -> list[MemoryRecord]:
-        if not op.ids:
+        return self._fetch(op.namespace, op.ids)
+
+    def _fetch(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        """Records by id in the order asked (missing skipped): cached ones as they are, the others
+        read with one ``IN (...)`` query per :data:`_IN_CHUNK` ids, decoded and cached."""
+        if not ids:
             return []
-        marks = ",".join("?" * len(op.ids))
-        rows = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM records WHERE namespace = ? AND id IN ({marks})",
-            (op.namespace, *op.ids),
-        ).fetchall()
-        by_id = {r[0]: _row_to_record(r) for r in rows}
-        return [by_id[i] for i in op.ids if i in by_id]
+        cache = self._records.setdefault(namespace, {})
+        missing = [i for i in dict.fromkeys(ids) if i not in cache]
+        if missing and sum(map(len, self._records.values())) + len(missing) > RECORD_CACHE_LIMIT:
+            self._records.clear()
+            cache = self._records.setdefault(namespace, {})
+            missing = list(dict.fromkeys(ids))
+        for start in range(0, len(missing), _IN_CHUNK):
+            chunk = missing[start : start + _IN_CHUNK]
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM records WHERE namespace = ? AND id IN ({','.join('?' * len(chunk))})",
+                (namespace, *chunk),
+            ).fetchall()
+            for row in rows:
+                cache[row[0]] = _row_to_record(row)
+        return [cache[i] for i in ids if i in cache]
 
     def _find_by_hash(self, op: FindByHash) -> MemoryRecord | None:
         sql = f"SELECT {_COLUMNS} FROM records WHERE namespace = ? AND content_hash = ? AND superseded_by IS NULL"
@@ -408,19 +459,23 @@ class SQLiteStore(Store):
             raise InvalidInput(f"id {op.id} was superseded by {row[0]} meanwhile; update the current version")
 
     def _list(self, op: ListRecords) -> list[MemoryRecord]:
-        where, params = _where(op.namespace, op.filter)
-        order = {
-            "created": "rowid",
-            "seq": "seq IS NULL, seq, rowid",
-            "event": "event_time IS NULL, event_time, seq, rowid",
-            "recent": "rowid DESC",
-        }.get(op.order)
+        return self._fetch(op.namespace, self._list_ids(ListIds(op.namespace, op.filter, op.limit, op.order)))
+
+    def _list_ids(self, op: ListIds) -> list[str]:
+        order = _ORDERS.get(op.order)
         if order is None:
             raise InvalidInput(f"order: {op.order!r} is not one of created, seq, event, recent")
-        sql = f"SELECT {_COLUMNS} FROM records WHERE {where} ORDER BY {order}"
+        index = self._cache.get(op.namespace)
+        if index is not None and op.order in ("created", "recent"):  # write order is the index's row order
+            rows = index.rows(op.filter)
+            if op.order == "recent":
+                rows = rows[::-1]
+            return [str(i) for i in index.ids[rows[: op.limit]]]
+        where, params = _where(op.namespace, op.filter)
+        sql = f"SELECT id FROM records WHERE {where} ORDER BY {order}"
         if op.limit is not None:
             sql += f" LIMIT {int(op.limit)}"
-        return [_row_to_record(r) for r in self._conn.execute(sql, params).fetchall()]
+        return [r[0] for r in self._conn.execute(sql, params).fetchall()]
 
     def _count(self, op: CountRecords) -> int:
         where, params = _where(op.namespace, op.filter)
@@ -440,41 +495,89 @@ class SQLiteStore(Store):
         return [ScoredId(r[0], -float(r[1])) for r in rows]
 
     def _vector(self, op: VectorSearch) -> list[ScoredId]:
-        cache = self._vector_cache(op.namespace)
-        if cache is None or len(cache.ids) == 0:
-            return []
-        query = np.asarray(op.vector, dtype=np.float32).reshape(-1)
-        if query.shape[0] != cache.matrix.shape[1]:
-            raise InvalidInput(f"vector: dimension {query.shape[0]}, store holds {cache.matrix.shape[1]}")
-        norm = float(np.linalg.norm(query))
-        if norm > 0:  # stored rows are L2-normalised; normalising the query makes dot = cosine
-            query = query / np.float32(norm)
-        keep = np.flatnonzero(cache.mask(op.filter))
-        if keep.size == 0:
-            return []
-        scores = cache.matrix[keep] @ query
-        k = min(int(op.limit), keep.size)
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [ScoredId(str(cache.ids[keep[i]]), float(scores[i])) for i in top]
+        query = np.asarray(op.vector, dtype=np.float32).reshape(1, -1)
+        return self._vectors(op.namespace, query, op.filter, op.limit)[0]
 
-    def _vector_cache(self, namespace: str) -> _VectorCache | None:
+    def _multi_vector(self, op: MultiVectorSearch) -> list[list[ScoredId]]:
+        """Answered in one pass over the cached matrix (see :meth:`_vectors`). Each row's answer is memoised in the
+        namespace index (dropped with it on any write to the namespace), so a repeated state part
+        costs a lookup; filters naming ``seqs`` or ``segments`` are not memoised."""
+        queries = np.asarray(op.vectors, dtype=np.float32)
+        if queries.ndim != 2:
+            raise InvalidInput(f"vectors: expected a (p, d) matrix, got shape {queries.shape}")
+        index = self._index(op.namespace)
+        if index is None:
+            return [[] for _ in queries]
+        if op.filter.seqs is not None or op.filter.segments is not None:
+            return self._vectors(op.namespace, queries, op.filter, op.limit)
+        keys = [(q.tobytes(), op.filter, int(op.limit)) for q in queries]
+        found = {j: index.searches[key] for j, key in enumerate(keys) if key in index.searches}
+        todo = [j for j in range(len(keys)) if j not in found]
+        if todo:
+            scanned = self._vectors(op.namespace, queries[todo], op.filter, op.limit)
+            found.update(zip(todo, scanned, strict=True))
+            if len(index.searches) + len(todo) > _SEARCH_MEMO_LIMIT:
+                index.searches.clear()
+            index.searches.update((keys[j], found[j]) for j in todo)
+        return [list(found[j]) for j in range(len(keys))]
+
+    def _vectors(
+        self, namespace: str, queries: npt.NDArray[np.float32], flt: RecordFilter, limit: int
+    ) -> list[list[ScoredId]]:
+        """Exact cosine top-``limit`` for each row of ``queries`` ((p, d) float32) over the records
+        ``flt`` keeps, in one pass over the cached matrix (no copy of the kept rows) on the calling thread
+        (:func:`retain.kernels.blocked_product`): row blocks each multiplied by all p queries while in
+        cache (p matrix-vector products would read the matrix p times; one (n, d) x (d, p) product would
+        first copy all of it; a threaded BLAS product stalls when the machine is busy)."""
+        p = queries.shape[0]
+        index = self._index(namespace)
+        if index is None or not index.has_vector.any():
+            return [[] for _ in range(p)]
+        if queries.shape[1] != index.matrix.shape[1]:
+            raise InvalidInput(f"vector: dimension {queries.shape[1]}, store holds {index.matrix.shape[1]}")
+        queries = queries.copy()
+        for j in range(p):  # stored rows are L2-normalised; normalising the queries makes dot = cosine
+            norm = float(np.linalg.norm(queries[j]))
+            if norm > 0:
+                queries[j] = queries[j] / np.float32(norm)
+        keep = index.rows(flt)
+        keep = keep[index.has_vector[keep]]
+        if keep.size == 0:
+            return [[] for _ in range(p)]
+        scores = blocked_product(index.matrix, np.ascontiguousarray(queries.T))[keep].T  # (p, kept)
+        k = min(int(limit), keep.size)
+        out = []
+        for row in scores:
+            top = np.argpartition(-row, k - 1)[:k]
+            top = top[np.argsort(-row[top], kind="stable")]
+            out.append([ScoredId(str(index.ids[keep[i]]), float(row[i])) for i in top])
+        return out
+
+    def _index(self, namespace: str) -> _NamespaceIndex | None:
         cached = self._cache.get(namespace)
         if cached is not None:
             return cached
         rows = self._conn.execute(
             "SELECT id, embedding, type, tier, segment, event_time, superseded_by IS NULL, seq FROM records "
-            "WHERE namespace = ? AND embedding IS NOT NULL ORDER BY rowid",
+            "WHERE namespace = ? ORDER BY rowid",
             (namespace,),
         ).fetchall()
         if not rows:
             return None
-        dims = {len(r[1]) for r in rows}
-        if len(dims) != 1:
+        dims = {len(r[1]) for r in rows if r[1] is not None}
+        if len(dims) > 1:
             raise SchemaError(f"namespace {namespace!r} holds embeddings of several dimensions")
-        cache = _VectorCache(
+        dim = dims.pop() // 4 if dims else 0
+        has_vector = np.array([r[1] is not None for r in rows], dtype=bool)
+        if has_vector.all():
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
+        else:
+            zero = bytes(4 * dim)
+            matrix = np.frombuffer(b"".join(r[1] or zero for r in rows), dtype="<f4").reshape(len(rows), dim)
+        index = _NamespaceIndex(
             ids=np.array([r[0] for r in rows], dtype=object),
-            matrix=np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1),
+            matrix=matrix,
+            has_vector=has_vector,
             types=np.array([r[2] for r in rows], dtype=object),
             tiers=np.array([r[3] for r in rows], dtype=object),
             segments=np.array([r[4] for r in rows], dtype=object),
@@ -482,8 +585,8 @@ class SQLiteStore(Store):
             event_us=np.array([np.nan if r[5] is None else float(r[5]) for r in rows], dtype=np.float64),
             current=np.array([bool(r[6]) for r in rows], dtype=bool),
         )
-        self._cache[namespace] = cache
-        return cache
+        self._cache[namespace] = index
+        return index
 
     def _delete(self, op: DeleteRecords) -> int:
         if not op.ids:
@@ -514,6 +617,7 @@ class SQLiteStore(Store):
             # Rewrite the FTS b-tree so no doclist of the purged rows survives in a segment.
             self._conn.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
         self._cache.pop(namespace, None)
+        self._records.pop(namespace, None)
         return len(rowids)
 
     def _namespaces(self, op: ListNamespaces) -> list[str]:
@@ -614,9 +718,11 @@ _HANDLERS: dict[type, Any] = {
     FindByHash: SQLiteStore._find_by_hash,
     RequireCurrent: SQLiteStore._require_current,
     ListRecords: SQLiteStore._list,
+    ListIds: SQLiteStore._list_ids,
     CountRecords: SQLiteStore._count,
     LexicalSearch: SQLiteStore._lexical,
     VectorSearch: SQLiteStore._vector,
+    MultiVectorSearch: SQLiteStore._multi_vector,
     DeleteRecords: SQLiteStore._delete,
     DeleteNamespace: SQLiteStore._delete_namespace,
     ListNamespaces: SQLiteStore._namespaces,
@@ -626,6 +732,14 @@ _HANDLERS: dict[type, Any] = {
     GetProvenance: SQLiteStore._get_provenance,
     PutEdges: SQLiteStore._put_edges,
     ListEdges: SQLiteStore._list_edges,
+}
+
+
+_ORDERS = {
+    "created": "rowid",
+    "seq": "seq IS NULL, seq, rowid",
+    "event": "event_time IS NULL, event_time, seq, rowid",
+    "recent": "rowid DESC",
 }
 
 
