@@ -1311,15 +1311,24 @@ class Memory:
         lexical: list[ScoredId] = []
         dense_hits: list[ScoredId] = []
         qvec: npt.NDArray[np.float32] | None = None
+        relation_vector: npt.NDArray[np.float32] | None = None
+        learned = cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and self.store.supports_vector
+        by_id: dict[str, MemoryRecord] = {}
         if cfg.mode is not SearchMode.DENSE and self.store.supports_lexical:
             lexical = self.store.search_lexical(namespace, terms, flt, cfg.candidates)
+        relation = None
+        if learned and lexical:  # the speakers the query names, read off the lexical hits (speakers are indexed)
+            by_id = {r.id: r for r in self.store.get(namespace, [h.id for h in lexical])}
+            relation = _relation_text(query, by_id.values())
         if cfg.mode is not SearchMode.LEXICAL and self.store.supports_vector:
-            qvec = self.encoder.encode([query])[0]
+            vectors = self.encoder.encode([query] if relation is None else [query, relation])  # one forward pass
+            qvec = vectors[0]
+            relation_vector = None if relation is None else vectors[1]
             dense_hits = self.store.search_vector(namespace, qvec, flt, cfg.candidates)
+        learned = learned and qvec is not None
         ids = list(dict.fromkeys([h.id for h in lexical] + [h.id for h in dense_hits] + list(extra)))
-        records = self.store.get(namespace, ids)
-        learned = cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and qvec is not None
-        relation_vector = self._relation_vector(query, records) if learned else None
+        by_id |= {r.id: r for r in self.store.get(namespace, [i for i in ids if i not in by_id])}
+        records = [by_id[i] for i in ids if i in by_id]
         relation_ids: list[str] = []
         if relation_vector is not None and cfg.relation_candidates:
             have = set(ids)
@@ -1374,16 +1383,6 @@ class Memory:
             depth=cfg.candidates,
             rrf_k=cfg.rrf_k,
         )
-
-    def _relation_vector(self, query: str, records: Sequence[MemoryRecord]) -> npt.NDArray[np.float32] | None:
-        """Embedding of :func:`~retain.retrieve.relation_query` (``query`` without the speakers of
-        ``records`` it names), or None when it names none or nothing else is left."""
-        named = _named_speakers(query, records)
-        relation = relation_query(query, named)
-        if not named or not relation or relation == query:
-            return None
-        vector: npt.NDArray[np.float32] = self.encoder.encode([relation])[0]
-        return vector
 
     def summarize(
         self, namespace: str, segment: str, *, summariser: Summariser | None = None, actor: str = "system"
@@ -1714,7 +1713,15 @@ def _first_name(record: MemoryRecord) -> str:
     return words[0].lower() if words else ""
 
 
-def _named_speakers(query: str, records: Sequence[MemoryRecord]) -> set[str]:
+def _relation_text(query: str, records: Iterable[MemoryRecord]) -> str | None:
+    """:func:`~retain.retrieve.relation_query` of ``query`` without the speakers of ``records`` it
+    names, or None when it names none or nothing else is left."""
+    named = _named_speakers(query, records)
+    relation = relation_query(query, named)
+    return relation if named and relation and relation != query else None
+
+
+def _named_speakers(query: str, records: Iterable[MemoryRecord]) -> set[str]:
     """Lower-case first names of the speakers of ``records`` that ``query`` mentions."""
     query_words = {w.lower() for w in _WORD_RE.findall(query)}
     return {f for f in map(_first_name, records) if f and f in query_words}

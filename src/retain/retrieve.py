@@ -3,7 +3,9 @@
 The hybrid pipeline (run by :meth:`retain.Memory.search`):
 
 1. **Channels.** BM25 over index terms (lexical) and cosine over embeddings (dense), each returning
-   its top candidates within the namespace and filter.
+   its top candidates within the namespace and filter. With the learned fusion, when the query names
+   speakers of those candidates, a third channel: cosine to :func:`relation_query` (the query without
+   the names), so that the several turns of one person that answer a multi-hop question join the pool.
 2. **Context.** The stream neighbours (previous and next record of the same segment) of every
    candidate join the pool: the answer to a question often sits in the reply to it.
 3. **Fusion.** Either reciprocal rank fusion (Cormack, Clarke & Büttcher 2009) or a learned linear
