@@ -2,7 +2,17 @@ import numpy as np
 import pytest
 
 from retain.errors import InvalidInput
-from retain.retrieve import FEATURE_NAMES, LinearFusion, fusion_features, mmr, rrf, train_fusion
+from retain.retrieve import (
+    FEATURE_NAMES,
+    LinearFusion,
+    SearchConfig,
+    fusion_features,
+    mmr,
+    proper_nouns,
+    relation_query,
+    rrf,
+    train_fusion,
+)
 
 
 def test_rrf_matches_hand_computation():
@@ -107,3 +117,53 @@ def test_shipped_fusion_loads_and_documents_its_training():
     model = LinearFusion.load()
     assert model.feature_names == FEATURE_NAMES
     assert "locomo" in model.trained_on.lower()
+
+
+def test_relation_query_drops_the_named_people_and_their_possessive():
+    assert relation_query("What books has Melanie read?", {"melanie"}) == "What books has read?"
+    assert relation_query("What do Melanie's kids like?", {"Melanie"}) == "What do kids like?"
+    assert relation_query("Which city have both Jean and John visited?", {"jean", "john"}) == (
+        "Which city have both and visited?"
+    )
+    assert relation_query("Did Johnny call John?", {"john"}) == "Did Johnny call ?"  # whole words only
+    assert relation_query("What books has Melanie read?", set()) == "What books has Melanie read?"
+
+
+def test_proper_nouns_skip_sentence_openers():
+    assert proper_nouns("Hey Gina! I went to Paris. Then Rome and New York.") == 5  # Gina Paris Rome New York
+    assert proper_nouns("We went hiking. It was nice") == 0
+    assert proper_nouns("我们去了巴黎") == 0
+
+
+def test_new_features_turn_position_nouns_and_relation():
+    col = {name: i for i, name in enumerate(FEATURE_NAMES)}
+    base = _features()
+    assert base[:, col["turn_position"]].tolist() == pytest.approx([1 / 3] * 4)  # unknown position
+    assert base[:, col["relation_dense"]].tolist() == base[:, col["dense"]].tolist()  # no relation query
+    x = fusion_features(
+        bm25=np.array([4.0, 2.0, 0.0, 1.0]),
+        bm25_rank=np.array([0, 1, 100, 2], dtype=float),
+        dense=np.array([0.5, 0.7, 0.2, 0.1]),
+        dense_rank=np.array([1, 0, 2, 3], dtype=float),
+        prev_index=np.array([-1, 0, 1, 2]),
+        next_index=np.array([1, 2, 3, -1]),
+        segment=["s1", "s1", "s2", "s2"],
+        mentions_speaker=np.array([True, False, False, True]),
+        mentions_other=np.array([False, True, True, False]),
+        coverage=np.array([1.0, 0.5, 0.0, 0.5]),
+        length_terms=np.array([10, 3, 5, 7], dtype=float),
+        is_question=np.array([False, True, False, False]),
+        n_query_terms=2,
+        earlier_turns=np.array([0, 1, 2, -1]),
+        proper_noun_counts=np.array([0.0, 1.0, 3.0, 0.0]),
+        relation_dense=np.array([0.1, 0.4, 0.6, 0.0]),
+    )
+    assert x[:, col["turn_position"]].tolist() == pytest.approx([1.0, 0.5, 1 / 3, 1 / 3])
+    assert x[:, col["proper_nouns"]].tolist() == pytest.approx(np.log1p([0, 1, 3, 0]).tolist())
+    assert x[:, col["relation_dense"]].tolist() == [0.1, 0.4, 0.6, 0.0]
+    assert x[:, col["relation_gap"]].tolist() == pytest.approx([-0.5, -0.2, 0.0, -0.6])
+
+
+def test_search_config_refuses_negative_relation_candidates():
+    with pytest.raises(InvalidInput, match="relation_candidates"):
+        SearchConfig(relation_candidates=-1)

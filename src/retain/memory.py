@@ -51,6 +51,8 @@ from retain.retrieve import (
     SearchOrder,
     fusion_features,
     mmr,
+    proper_nouns,
+    relation_query,
     rrf,
 )
 from retain.sam import PHASE_KEY, CandidateMemo, Candidates, StateScorer, candidates_from_records
@@ -1348,35 +1350,63 @@ class Memory:
         lexical: list[ScoredId] = []
         dense_hits: list[ScoredId] = []
         qvec: npt.NDArray[np.float32] | None = None
+        relation_vector: npt.NDArray[np.float32] | None = None
+        learned = cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and self.store.supports_vector
+        by_id: dict[str, MemoryRecord] = {}
         if cfg.mode is not SearchMode.DENSE and self.store.supports_lexical:
             lexical = self.store.search_lexical(namespace, terms, flt, cfg.candidates)
+        relation = None
+        if learned and lexical:  # the speakers the query names, read off the lexical hits (speakers are indexed)
+            by_id = {r.id: r for r in self.store.get(namespace, [h.id for h in lexical])}
+            relation = _relation_text(query, by_id.values())
         if cfg.mode is not SearchMode.LEXICAL and self.store.supports_vector:
-            qvec = self.encoder.encode([query])[0]
+            vectors = self.encoder.encode([query] if relation is None else [query, relation])  # one forward pass
+            qvec = vectors[0]
+            relation_vector = None if relation is None else vectors[1]
             dense_hits = self.store.search_vector(namespace, qvec, flt, cfg.candidates)
+        learned = learned and qvec is not None
         ids = list(dict.fromkeys([h.id for h in lexical] + [h.id for h in dense_hits] + list(extra)))
-        records = self.store.get(namespace, ids)
+        by_id |= {r.id: r for r in self.store.get(namespace, [i for i in ids if i not in by_id])}
+        records = [by_id[i] for i in ids if i in by_id]
+        relation_ids: list[str] = []
+        if relation_vector is not None and cfg.relation_candidates:
+            have = set(ids)
+            found = self.store.search_vector(namespace, relation_vector, flt, cfg.relation_candidates)
+            relation_ids = [h.id for h in found if h.id not in have]
+            records.extend(self.store.get(namespace, relation_ids))
         if any(is_canary(r) for r in records):  # canaries never surface in results (retain.canary)
             records, lexical, dense_hits = drop_canaries(records, lexical, dense_hits)
         if any(is_index_summary(r) for r in records):  # summaries of uncompressed segments (retain.segments)
             records, lexical, dense_hits = drop_index_summaries(records, lexical, dense_hits)
         via_neighbor = [False] * len(records)
-        if cfg.neighbors and records:
-            content_ids = {h.id for h in lexical} | {h.id for h in dense_hits}  # a state's extras bring none
-            wanted = {
-                (r.segment, r.seq + d)
-                for r in records
-                if r.seq is not None and r.id in content_ids
-                for d in (-1, 1)
-                if r.seq + d >= 0
-            }
-            seqs = {seq for _, seq in wanted}
+        seen = {(r.segment, r.seq) for r in records if r.seq is not None}
+        if records and (cfg.neighbors or learned):
+            # channel hits bring their neighbours; a state's extras bring none
+            content_ids = {h.id for h in lexical} | {h.id for h in dense_hits} | set(relation_ids)
+            context = (
+                {
+                    (r.segment, r.seq + d)
+                    for r in records
+                    if r.seq is not None and r.id in content_ids
+                    for d in (-1, 1)
+                    if r.seq + d >= 0
+                }
+                if cfg.neighbors
+                else set()
+            )
+            # the up to 3 records before each one tell how far into its segment a pool record sits
+            # (the turn_position feature), the neighbours' included
+            before = (
+                {(r.segment, r.seq - d) for r in records if r.seq is not None for d in (1, 2, 3) if r.seq - d >= 0}
+                if learned
+                else set()
+            )
+            seqs = {seq for _, seq in (context | before) - seen}
             known = {r.id for r in records}
             if seqs:
-                neighbours = [
-                    r
-                    for r in self.store.list_records(namespace, _with_seqs(flt, seqs))
-                    if r.id not in known and (r.segment, r.seq) in wanted
-                ]
+                fetched = [r for r in self.store.list_records(namespace, _with_seqs(flt, seqs)) if r.id not in known]
+                seen.update((r.segment, r.seq) for r in fetched if r.seq is not None)
+                neighbours = [r for r in fetched if (r.segment, r.seq) in context]
                 records.extend(neighbours)
                 via_neighbor.extend([True] * len(neighbours))
         return _Pool.build(
@@ -1385,6 +1415,8 @@ class Memory:
             lexical=lexical,
             dense_hits=dense_hits,
             query_vector=qvec,
+            relation_vector=relation_vector,
+            seen=seen,
             terms=terms,
             query=query,
             depth=cfg.candidates,
@@ -1677,6 +1709,8 @@ class _Pool:
     query_vector: npt.NDArray[np.float32] | None
     terms: list[str]
     query: str
+    relation_dense: npt.NDArray[np.float64] | None = None
+    seen: frozenset[tuple[str | None, int]] = frozenset()
 
     @classmethod
     def build(
@@ -1691,6 +1725,8 @@ class _Pool:
         query: str,
         depth: int,
         rrf_k: int,
+        relation_vector: npt.NDArray[np.float32] | None = None,
+        seen: set[tuple[str | None, int]] | None = None,
     ) -> _Pool:
         n = len(records)
         lex_score = {h.id: h.score for h in lexical}
@@ -1704,6 +1740,9 @@ class _Pool:
             dense = blocked_product(matrix.astype(np.float64), query_vector.astype(np.float64)[:, None])[:, 0]
         else:
             dense = np.zeros(n)
+        relation_dense = None
+        if relation_vector is not None and n:
+            relation_dense = np.stack(vectors).astype(np.float64) @ relation_vector.astype(np.float64)
         return cls(
             records=records,
             via_neighbor=via_neighbor,
@@ -1717,6 +1756,8 @@ class _Pool:
             query_vector=query_vector,
             terms=terms,
             query=query,
+            relation_dense=relation_dense,
+            seen=frozenset(seen or ()),
         )
 
     def features(self) -> npt.NDArray[np.float64]:
@@ -1725,10 +1766,8 @@ class _Pool:
         position = {(r.segment, r.seq): i for i, r in enumerate(records) if r.seq is not None}
         prev_index = np.array([position.get((r.segment, r.seq - 1), -1) if r.seq is not None else -1 for r in records])
         next_index = np.array([position.get((r.segment, r.seq + 1), -1) if r.seq is not None else -1 for r in records])
-        query_words = {w.lower() for w in _WORD_RE.findall(self.query)}
-        speakers = [speaker_of(r) for r in records]
-        first_names = [s.split()[0].lower() if s.split() else "" for s in speakers]
-        named = {f for f in first_names if f and f in query_words}
+        first_names = [_first_name(r) for r in records]
+        named = _named_speakers(self.query, records)
         mentions_speaker = np.array([f in named for f in first_names])
         mentions_other = np.array([bool(named - {f}) for f in first_names])
         term_set = set(self.terms)
@@ -1736,6 +1775,7 @@ class _Pool:
         for i in np.flatnonzero(self.bm25 > 0):  # only lexical matches can cover query terms
             coverage[i] = len(term_set & set(index_terms(search_text(records[i])))) / max(1, len(term_set))
         length = [r.token_count or len(_WORD_RE.findall(r.content)) for r in records]
+        earlier = np.array([self._earlier_turns(r) for r in records], dtype=np.intp)
         return fusion_features(
             bm25=self.bm25,
             bm25_rank=self.bm25_rank,
@@ -1750,4 +1790,36 @@ class _Pool:
             length_terms=np.array(length, dtype=np.float64),
             is_question=np.array([r.content.rstrip().endswith(("?", "？")) for r in records]),
             n_query_terms=len(term_set),
+            earlier_turns=earlier,
+            proper_noun_counts=np.array([proper_nouns(r.content) for r in records], dtype=np.float64),
+            relation_dense=self.relation_dense,
         )
+
+    def _earlier_turns(self, record: MemoryRecord) -> int:
+        """Records of ``record``'s segment at the 2 stream positions before it that this search saw
+        (0..2; stops at the first gap), or -1 when the record has no ``seq``."""
+        if record.seq is None:
+            return -1
+        count = 0
+        while count < 2 and (record.segment, record.seq - count - 1) in self.seen:
+            count += 1
+        return count
+
+
+def _first_name(record: MemoryRecord) -> str:
+    words = speaker_of(record).split()
+    return words[0].lower() if words else ""
+
+
+def _relation_text(query: str, records: Iterable[MemoryRecord]) -> str | None:
+    """:func:`~retain.retrieve.relation_query` of ``query`` without the speakers of ``records`` it
+    names, or None when it names none or nothing else is left."""
+    named = _named_speakers(query, records)
+    relation = relation_query(query, named)
+    return relation if named and relation and relation != query else None
+
+
+def _named_speakers(query: str, records: Iterable[MemoryRecord]) -> set[str]:
+    """Lower-case first names of the speakers of ``records`` that ``query`` mentions."""
+    query_words = {w.lower() for w in _WORD_RE.findall(query)}
+    return {f for f in map(_first_name, records) if f and f in query_words}

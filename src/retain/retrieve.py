@@ -3,7 +3,9 @@
 The hybrid pipeline (run by :meth:`retain.Memory.search`):
 
 1. **Channels.** BM25 over index terms (lexical) and cosine over embeddings (dense), each returning
-   its top candidates within the namespace and filter.
+   its top candidates within the namespace and filter. With the learned fusion, when the query names
+   speakers of those candidates, a third channel: cosine to :func:`relation_query` (the query without
+   the names), so that the several turns of one person that answer a multi-hop question join the pool.
 2. **Context.** The stream neighbours (previous and next record of the same segment) of every
    candidate join the pool: the answer to a question often sits in the reply to it.
 3. **Fusion.** Either reciprocal rank fusion (Cormack, Clarke & Büttcher 2009) or a learned linear
@@ -20,7 +22,8 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -44,6 +47,8 @@ __all__ = [
     "SearchOrder",
     "fusion_features",
     "mmr",
+    "proper_nouns",
+    "relation_query",
     "rrf",
     "train_fusion",
 ]
@@ -88,6 +93,9 @@ class SearchConfig:
         rrf_k: the k constant of RRF (60 in the original paper).
         threshold: drop hits whose fused score is below this (None = keep all).
         mmr_lambda: if set (0..1), re-rank the top with MMR; 1 = pure relevance, 0 = pure novelty.
+        relation_candidates: with the learned fusion, when the query names speakers of the pool, the
+            top-N by cosine to :func:`relation_query` (the query without those names) join the pool
+            as a third channel; 0 = off (the ``relation_dense`` feature is computed either way).
     """
 
     mode: SearchMode = SearchMode.HYBRID
@@ -97,12 +105,15 @@ class SearchConfig:
     rrf_k: int = 60
     threshold: float | None = None
     mmr_lambda: float | None = None
+    relation_candidates: int = 50
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", SearchMode(self.mode))
         object.__setattr__(self, "fusion", Fusion(self.fusion))
         if self.candidates < 1:
             raise InvalidInput("candidates: must be >= 1")
+        if self.relation_candidates < 0:
+            raise InvalidInput("relation_candidates: must be >= 0")
         if self.mmr_lambda is not None and not 0.0 <= self.mmr_lambda <= 1.0:
             raise InvalidInput("mmr_lambda: must be in [0, 1]")
 
@@ -222,7 +233,37 @@ FEATURE_NAMES: tuple[str, ...] = (
     "length_relevance",
     "is_question",
     "query_terms",
+    "turn_position",
+    "proper_nouns",
+    "relation_dense",
+    "relation_gap",
 )
+
+_NAME_TOKEN = re.compile(r"([^\W_]+)((?:['\u2019]s?)?)", re.UNICODE)
+_PROPER_NOUN = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+")
+
+
+def relation_query(query: str, names: Iterable[str]) -> str:
+    """``query`` with the given names (lower-case first names, e.g. the speakers it mentions) and
+    their possessive "'s" removed: what is asked about them, the relation.
+
+    "What books has Melanie read?" with names {"melanie"} -> "What books has read?" (whitespace
+    collapsed). A multi-hop
+    question about one person is answered by several of that person's turns that share the
+    relation ("books ... read") but rarely the name itself; the fusion scores candidates against
+    this query too (feature ``relation_dense``). Returns ``query`` unchanged when it names none.
+    """
+    wanted = {n.lower() for n in names if n}
+    if not wanted:
+        return query
+    kept = _NAME_TOKEN.sub(lambda m: "" if m.group(1).lower() in wanted else m.group(0), query)
+    return " ".join(kept.split())
+
+
+def proper_nouns(text: str) -> int:
+    """Number of capitalised words (``[A-Z][a-z]+``) that do not open a sentence: a rough count of
+    the names, places and titles a text mentions (0 for text without Latin capitals)."""
+    return len(_PROPER_NOUN.findall(text))
 
 
 def fusion_features(
@@ -240,6 +281,9 @@ def fusion_features(
     length_terms: FloatArray,
     is_question: npt.NDArray[np.bool_],
     n_query_terms: int,
+    earlier_turns: npt.NDArray[np.intp] | None = None,
+    proper_noun_counts: FloatArray | None = None,
+    relation_dense: FloatArray | None = None,
 ) -> FloatArray:
     """Per-candidate features for the learned fusion, (n, len(FEATURE_NAMES)) float64.
 
@@ -257,10 +301,23 @@ def fusion_features(
             the product keeps that prior from lifting long records that do not match the query.
         is_question: the candidate ends with a question mark.
         n_query_terms: number of distinct query terms.
+        earlier_turns: records of the same segment just before the candidate, counted up to 2
+            (0 = it opens its segment; -1 = unknown, e.g. no ``seq``). Enters as 1 / (1 + count)
+            (1/3 when unknown): on LoCoMo the opening turns of a session carry the news since the
+            last one and hold evidence three times as often as other turns. None = all unknown.
+        proper_noun_counts: :func:`proper_nouns` of each candidate; enters as log(1 + count).
+            None = all 0.
+        relation_dense: cosine to :func:`relation_query` (the query without the speaker names it
+            mentions); equals ``dense`` when the query names none. Enters raw and as the gap to
+            its maximum. None = ``dense``.
     """
     n = len(dense)
     if n == 0:
         return np.zeros((0, len(FEATURE_NAMES)))
+    earlier = np.full(n, -1, dtype=np.intp) if earlier_turns is None else np.asarray(earlier_turns)
+    turn_position = np.where(earlier >= 0, 1.0 / (1.0 + np.clip(earlier, 0, 2)), 1.0 / 3.0)
+    nouns = np.zeros(n) if proper_noun_counts is None else np.asarray(proper_noun_counts, dtype=np.float64)
+    relation = dense if relation_dense is None else np.asarray(relation_dense, dtype=np.float64)
     top_bm25 = float(bm25.max()) if bm25.size else 0.0
     bm25_norm = bm25 / top_bm25 if top_bm25 > 0 else np.zeros(n)
     dense_gap = dense - float(dense.max())
@@ -293,6 +350,10 @@ def fusion_features(
             np.log1p(length_terms) * np.maximum(bm25_norm, np.maximum(dense, 0.0)),
             is_question.astype(np.float64),
             np.full(n, float(n_query_terms)),
+            turn_position,
+            np.log1p(nouns),
+            relation,
+            relation - float(relation.max()),
         ],
         axis=1,
     )
