@@ -140,3 +140,18 @@ def test_a_record_superseding_a_hard_constraint_becomes_one() -> None:
     assert rec.type is MemoryType.HARD_CONSTRAINT and rec.tier is Tier.CORE
     typed = mem.add("Update: I can do 50 minutes on weekdays now.", namespace="g", type="fact")
     assert mem.get(typed, namespace="g").type is MemoryType.FACT  # a caller's type is kept
+
+
+def test_a_retraction_supersedes_the_record_that_listed_the_item_not_the_notice() -> None:
+    listing = rec("Included after screening: Halvorsen 2019 (n=64), Lindqvist 2022 (n=88), Ybarra 2024 (n=102).")
+    listing = listing.evolve(role="agent_action")
+    notice = rec("Journal notice: RETRACTION of Lindqvist, S. (2022) after an investigation.", role="tool")
+    other = rec("Reading list: Marchetti 2016 (n=40), Okonjo 2021 (n=18).")
+    new = rec("Ugh, Lindqvist 2022 is retracted. Drop it completely.")
+    decision = decide(new, [(listing, 0.35), (notice, 0.6), (other, 0.3)])
+    assert decision.relation is Relation.UPDATE and decision.target is listing
+    assert "retraction" in decision.signals and "retracts ['2022']" in decision.reason
+    elsewhere = decide(rec("Okonjo's 2019 talk was cancelled."), [(listing, 0.35)])  # no item of the listing
+    assert elsewhere.relation is Relation.NEW
+    from_tool = decide(rec("Lindqvist 2022 is retracted.", role="tool"), [(listing, 0.35)])  # tool output
+    assert from_tool.relation is Relation.NEW

@@ -503,9 +503,7 @@ def test_relation_query_scores_and_retrieves_without_the_named_speaker(memory: M
         ("Caroline", "I read a great book about adoption agencies."),
         ("Melanie", "Nothing is Impossible is the book I read on the trip."),
     ]
-    ids = memory.add_many(
-        [NewMemory(text, role="user", metadata={"speaker": who}) for who, text in said], namespace=NS
-    )
+    ids = memory.add_many([NewMemory(text, role="user", metadata={"speaker": who}) for who, text in said], namespace=NS)
     query = "What books has Melanie read?"
     pool = memory._candidates(query, NS, RecordFilter(), PRESETS["default"])
     expected = memory.encoder.encode([relation_query(query, {"melanie"})])[0]

@@ -344,7 +344,8 @@ def _reference_features(
         e = r.embedding
         terms = content_terms(r.content)
         same_type_newer = sum(
-            1 for j, o in enumerate(recs)
+            1
+            for j, o in enumerate(recs)
             if o.type is r.type and (positions[j] > positions[i] or (positions[j] == positions[i] and j < i))
         )
         age = max(newest - positions[i], 0.0)
@@ -397,21 +398,41 @@ def _random_records(rng: np.random.Generator, n: int, enc: HashingEncoder) -> li
 
     from retain.record import Tier
 
-    words = ["budget", "hotel", "flight", "train", "museum", "allergy", "deadline", "invoice", "refund",
-             "courier", "tag", "bag", "预算", "酒店"]
+    words = [
+        "budget",
+        "hotel",
+        "flight",
+        "train",
+        "museum",
+        "allergy",
+        "deadline",
+        "invoice",
+        "refund",
+        "courier",
+        "tag",
+        "bag",
+        "预算",
+        "酒店",
+    ]
     roles = ["user", "Tool", "assistant", "agent-7", "system", "Bob"]
     texts = [" ".join(rng.choice(words, size=5)) for _ in range(n)]
     vectors = enc.encode(texts) if n else np.zeros((0, DIM), np.float32)
     return [
         MemoryRecord(
-            id=new_id(), namespace="n", content=texts[i], type=TYPES[int(rng.integers(len(TYPES)))],
+            id=new_id(),
+            namespace="n",
+            content=texts[i],
+            type=TYPES[int(rng.integers(len(TYPES)))],
             role=roles[int(rng.integers(len(roles)))],
             seq=int(rng.integers(0, 8)) if rng.random() < 0.8 else None,  # ties and unknown positions
             event_time=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(hours=int(rng.integers(0, 300)))
-            if rng.random() < 0.6 else None,
-            tier=Tier.CORE if rng.random() < 0.2 else Tier.DYNAMIC, importance=float(rng.random()),
+            if rng.random() < 0.6
+            else None,
+            tier=Tier.CORE if rng.random() < 0.2 else Tier.DYNAMIC,
+            importance=float(rng.random()),
             access_count=int(rng.integers(0, 5)),
-            metadata={"phase": f"p{rng.integers(3)}"} if rng.random() < 0.7 else {}, embedding=vectors[i],
+            metadata={"phase": f"p{rng.integers(3)}"} if rng.random() < 0.7 else {},
+            embedding=vectors[i],
         )
         for i in range(n)
     ]
@@ -425,13 +446,15 @@ def test_state_features_match_the_per_record_reference(seed: int) -> None:
     enc = HashingEncoder(dim=DIM)
     recs = _random_records(rng, int(rng.integers(0, 40)), enc)
     words = ["budget", "hotel", "flight", "tag", "bag", "refund", "预算"]
-    state = StateEncoder(enc).encode({
-        "phase": "p1",
-        "subgoals": [" ".join(rng.choice(words, size=3))],
-        "constraints": {f"c{j}": " ".join(rng.choice(words, size=2)) for j in range(int(rng.integers(0, 4)))},
-        "last_result": " ".join(rng.choice(words, size=3)) if rng.random() < 0.7 else None,
-        "open_questions": ["which tag?"] if rng.random() < 0.5 else [],
-    })
+    state = StateEncoder(enc).encode(
+        {
+            "phase": "p1",
+            "subgoals": [" ".join(rng.choice(words, size=3))],
+            "constraints": {f"c{j}": " ".join(rng.choice(words, size=2)) for j in range(int(rng.integers(0, 4)))},
+            "last_result": " ".join(rng.choice(words, size=3)) if rng.random() < 0.7 else None,
+            "open_questions": ["which tag?"] if rng.random() < 0.5 else [],
+        }
+    )
     memo = CandidateMemo()
     for phase in ("p1", None):
         expected = _reference_features(state, phase, recs, 3600.0)
@@ -444,17 +467,24 @@ def test_scorer_state_score_matches_the_reference() -> None:
     rng = np.random.default_rng(3)
     enc = HashingEncoder(dim=DIM)
     recs = _random_records(rng, 25, enc)
-    state = StateEncoder(enc).encode({
-        "phase": "p2", "subgoals": ["hotel budget"], "last_result": "tag refund",
-        "constraints": {"cap": "budget 300", "diet": "allergy"}, "open_questions": ["which bag?"],
-    })
+    state = StateEncoder(enc).encode(
+        {
+            "phase": "p2",
+            "subgoals": ["hotel budget"],
+            "last_result": "tag refund",
+            "constraints": {"cap": "budget 300", "diet": "allergy"},
+            "open_questions": ["which bag?"],
+        }
+    )
     gamma = np.array([1.5, -2.0, 0.7])
     theta = rng.standard_normal(len(STATE_FEATURES))
-    scorer = _zero_scorer(DIM, gamma=gamma, theta=theta, W1=rng.standard_normal((2, 2 * DIM)),
-                          W2=rng.standard_normal((DIM, 2)))
+    scorer = _zero_scorer(
+        DIM, gamma=gamma, theta=theta, W1=rng.standard_normal((2, 2 * DIM)), W2=rng.standard_normal((DIM, 2))
+    )
     linear = _reference_features(state, "p2", recs, scorer.half_life_s) @ theta
-    _, parts, _ = scorer.score(state, "p2", candidates_from_records(recs), np.zeros(len(recs)),
-                               query_terms=1, terse=True)
+    _, parts, _ = scorer.score(
+        state, "p2", candidates_from_records(recs), np.zeros(len(recs)), query_terms=1, terse=True
+    )
     s_phase = state.phase.astype(np.float64)  # p2 has no learned vector
     w = 1.0 + scorer.W2 @ np.tanh(scorer.W1 @ np.concatenate([state.whole, s_phase]))
     expected = []

@@ -25,7 +25,11 @@ Decision (first that applies):
    thought revises only agent thoughts), the old record did not itself propose the new state
    ("switch to X" where X is what it said), and one of
    (a) a correction cue whose sentence overlaps the old record's subject, or a negation flip;
-   (b) an aligned value change with high cosine and subject overlap.
+   (b) an aligned value change with high cosine and subject overlap;
+   (c) a retraction: a sentence saying an item was retracted, withdrawn, cancelled or recalled names
+   it by a value the old record holds in the same context ("Lindqvist 2022 is retracted" against
+   "Included: ... Lindqvist 2022 (n=88) ..."): the old record reported the item as current (a record
+   that itself reports the retraction is not superseded by it).
    The new record supersedes the candidate; with several, the highest ``overlap + cosine`` (plus
    0.5 for an aligned value change or a negation flip, 0.25 when both have the same role) wins.
 3. **new**: otherwise.
@@ -136,6 +140,8 @@ _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 _CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 _SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
 _LABEL_END = re.compile(r"\s*(?:$|[:;,)\]]|[.!?](?:\s|$)|\s+[^\W\d_]+=)")
+_RETRACTION = re.compile(r"\b(?:retracted|withdrawn|cancell?ed|recalled|discontinued)\b", re.IGNORECASE)
+_RETRACTION_NEWS = re.compile(r"\b(?:retract|withdr[ae]w|cancel|recall|discontinu)\w*", re.IGNORECASE)
 _ARITHMETIC = re.compile(r"\d\s*[×x*=]\s*\d|\d\s*\+\s*\d")
 
 
@@ -308,6 +314,17 @@ def _adopted(text: str, old_terms: set[str]) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
+def _retracted_items(text: str) -> dict[str, set[str]]:
+    """Value slots (:func:`value_slots`) of the sentences of ``text`` that report a retraction."""
+    sentences = [m.group(0) for m in _SENTENCE.finditer(text) if _RETRACTION.search(m.group(0))]
+    return value_slots(" ".join(sentences)) if sentences else {}
+
+
+def _names_retracted(retracted: dict[str, set[str]], old_slots: dict[str, set[str]]) -> list[str]:
+    """Values the old record holds in a context sharing a term with the retraction's context."""
+    return sorted(v for v, ctx in retracted.items() if v in old_slots and ctx & old_slots[v])
+
+
 def _cue_sentences(text: str) -> str:
     return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if _CUES.search(s.group(0)))
 
@@ -332,6 +349,7 @@ def decide(
     new_slots = value_slots(text)
     computed = bool(_ARITHMETIC.search(text))
     cue_values = set(value_slots(_cue_sentences(text))) if cues else set()
+    retracted = _retracted_items(text)
     if reflective and cue_values:  # a thought repeating a change someone else already stated
         stated = (set(value_slots(o.content)) for o, _ in candidates if o.role not in policy.reflective_roles)
         if any(cue_values <= vals for vals in stated):
@@ -373,9 +391,15 @@ def decide(
                 or (live and cos >= policy.min_cos_update)
             ):
                 signals.append("value")
+            reports_it = bool(_RETRACTION_NEWS.search(old.content))  # the notice itself, not the item
+            named = _names_retracted(retracted, old_slots) if retracted and not reflective and not reports_it else []
+            if named:
+                signals.append("retraction")
             if not signals:
                 continue
             evidence = []
+            if named:
+                evidence.append(f"retracts {named}")
             if live:
                 evidence.append(f"cues {live}")
             if flip:

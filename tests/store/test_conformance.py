@@ -385,9 +385,7 @@ def test_vector_search_sees_writes_and_rejects_wrong_dimension(store: Store) -> 
         store.search_vector("ns", unit(1, dim=DIM + 1))
 
 
-def test_multi_vector_search_answers_each_row_as_a_single_search(
-    store: Store, corpus: dict[str, MemoryRecord]
-) -> None:
+def test_multi_vector_search_answers_each_row_as_a_single_search(store: Store, corpus: dict[str, MemoryRecord]) -> None:
     queries = np.stack([unit(5), unit(1) * 2.0, unit(77), np.zeros(DIM, np.float32)])  # scaled, zero rows too
     for flt in (RecordFilter(), ALL_RECORDS, RecordFilter(tiers=(Tier.CORE,)), RecordFilter(seqs=(2, 5))):
         for limit in (1, 3, 50):
