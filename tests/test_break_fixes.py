@@ -99,3 +99,71 @@ def test_provenance_holds_no_raw_secret() -> None:
     )
     prov = m.explain(ctx.provenance_id)
     assert "john.doe@example.com" not in prov.query and "4111" not in str(prov.state)
+
+
+# --- second adversarial pass: the decoded-record cache, NFKC detection, --state -----------------
+
+
+def test_a_caller_cannot_corrupt_cached_records_through_their_metadata() -> None:
+    m = mem()
+    rid = m.add("Alice likes green tea.", namespace="n", metadata={"speaker": "Alice", "tags": ["a"], "d": {"x": 1}})
+    rec = m.get(rid, namespace="n")
+    with pytest.raises(TypeError):
+        rec.metadata["speaker"] = "Mallory"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        rec.metadata["tags"].append("x")
+    with pytest.raises(TypeError):
+        rec.metadata["d"]["x"] = 2
+    again = m.get(rid, namespace="n")
+    assert again.metadata == {"speaker": "Alice", "tags": ["a"], "d": {"x": 1}}
+    (hit,) = m.search("green tea", namespace="n", k=1, allow_raw=True)
+    assert hit.record.metadata["speaker"] == "Alice"
+    copy = dict(rec.metadata)  # a caller's copy is theirs to change, and stores as JSON again
+    copy["speaker"] = "Bob"
+    new = m.update(rid, "Bob likes green tea.", namespace="n")
+    assert m.get(new, namespace="n").metadata["speaker"] == "Alice"
+    assert '"tags": [\n' in m.export(namespace="n")
+
+
+def test_circled_enumeration_numbers_are_not_a_phone_number() -> None:
+    from retain.privacy import detect
+
+    for text in ("手順①②③④⑤⑥⑦⑧⑨⑩を実行します。", "⓪①②③④⑤⑥⑦⑧⑨"):
+        assert detect(text) == [], text
+    (found,) = detect("電話番号は０３－１２３４－５６７８です。")  # full-width digits are still folded
+    assert found.kind == "phone"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("キーはsk-live-1234567890abcdefghijです", "sk-live-1234567890abcdefghij", "api_key"),
+        ("サーバーのIPは10.20.30.40です", "10.20.30.40", "ip"),
+        ("服务器地址是10.20.30.40，端口", "10.20.30.40", "ip"),
+        ("サーバーのIPは１０．２０．３０．４０です", "１０．２０．３０．４０", "ip"),
+    ],
+)
+def test_secrets_next_to_cjk_characters_are_found(text: str, secret: str, kind: str) -> None:
+    from retain.privacy import detect
+
+    assert [(f.kind, text[f.start : f.end]) for f in detect(text)] == [(kind, secret)]
+    assert detect("バージョン10.20.30.40をリリースしました") == []  # a version number, as "version 10.20.30.40"
+
+
+def test_state_option_refuses_deep_json_and_huge_files(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from retain.cli_options import STATE_FILE_LIMIT, parse_state
+
+    deep = Path(str(tmp_path)) / "deep.json"
+    deep.write_text("[" * 100_000, encoding="utf-8")
+    with pytest.raises(InvalidInput, match="nested too deeply"):
+        parse_state(f"@{deep}")
+    with pytest.raises(InvalidInput, match="nested too deeply"):
+        parse_state('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    big = Path(str(tmp_path)) / "big.json"
+    big.write_text(" " * (STATE_FILE_LIMIT + 1) + "{}", encoding="utf-8")
+    with pytest.raises(InvalidInput, match="larger than"):
+        parse_state(f"@{big}")
+    with pytest.raises(InvalidInput, match="larger than"):
+        parse_state("@/dev/zero")

@@ -11,7 +11,10 @@ import typer
 from retain.errors import InvalidInput
 from retain.state import AgentState
 
-__all__ = ["DbOption", "NamespaceOption", "RawOption", "StateOption", "parse_state"]
+__all__ = ["STATE_FILE_LIMIT", "DbOption", "NamespaceOption", "RawOption", "StateOption", "parse_state"]
+
+STATE_FILE_LIMIT = 1 << 20
+"""Largest ``--state`` value read (bytes of the file or of the UTF-8 argument): 1 MiB."""
 
 DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
 NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")]
@@ -34,7 +37,8 @@ def parse_state(value: str | None) -> dict[str, Any] | None:
             ``state``: phase, subgoals, constraints, uncertain / open_questions, last_result, ...).
 
     Raises:
-        InvalidInput: unreadable file, not JSON, not an object, or a state
+        InvalidInput: unreadable file, over :data:`STATE_FILE_LIMIT` bytes, not JSON (or nested
+            past Python's recursion limit), not an object, or a state
             :class:`~retain.state.AgentState` refuses (the message says which).
     """
     if value is None:
@@ -42,13 +46,21 @@ def parse_state(value: str | None) -> dict[str, Any] | None:
     text = value
     if value.startswith("@"):
         try:
-            text = Path(value[1:]).read_text(encoding="utf-8")
+            with Path(value[1:]).open("rb") as handle:  # bounded: "@/dev/zero" must not fill memory
+                raw = handle.read(STATE_FILE_LIMIT + 1)
+            if len(raw) > STATE_FILE_LIMIT:
+                raise InvalidInput(f"--state: {value[1:]!r} is larger than {STATE_FILE_LIMIT} bytes")
+            text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InvalidInput(f"--state: cannot read {value[1:]!r} ({exc})") from exc
+    elif len(value.encode("utf-8", "surrogatepass")) > STATE_FILE_LIMIT:
+        raise InvalidInput(f"--state: the value is larger than {STATE_FILE_LIMIT} bytes")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"--state: not valid JSON ({exc.msg} at character {exc.pos})") from exc
+    except RecursionError as exc:
+        raise InvalidInput("--state: JSON nested too deeply") from exc
     if not isinstance(data, dict):
         raise InvalidInput(f"--state: must be a JSON object, got {type(data).__name__}")
     AgentState.from_dict(data)  # validate now: a clear error at the boundary

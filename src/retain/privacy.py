@@ -329,10 +329,11 @@ def _passports(text: str) -> Iterator[Finding]:
 
 # --- IP addresses ----------------------------------------------------------------------------------
 
-_IP_CANDIDATE = re.compile(r"(?<![\w.:])[0-9A-Fa-f]*[.:][0-9A-Fa-f.:]+(?![\w])")
+# ASCII word characters only: CJK text runs into addresses without spaces ("IPは10.0.0.1です").
+_IP_CANDIDATE = re.compile(r"(?<![0-9A-Za-z_.:])[0-9A-Fa-f]*[.:][0-9A-Fa-f.:]+(?![0-9A-Za-z_])")
 
 
-_VERSION_CUE = re.compile(r"\b(?:version|ver|release|build|v)\W{0,2}$", _I)
+_VERSION_CUE = re.compile(r"(?:\b(?:version|ver|release|build|v)|バージョン|版本|ビルド|リリース)\W{0,2}$", _I)
 
 
 def _ips(text: str) -> Iterator[Finding]:
@@ -427,7 +428,7 @@ def _phones(text: str) -> Iterator[Finding]:
 
 # --- keys, tokens, passwords -------------------------------------------------------------------------
 
-_PREFIXES = tuple((name, needle, re.compile(rf"(?<![\w-]){pattern}")) for name, needle, pattern in KEY_PREFIXES)
+_PREFIXES = tuple((name, needle, re.compile(rf"(?<![0-9A-Za-z_-]){pattern}")) for name, needle, pattern in KEY_PREFIXES)
 _BEARER = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/-]{20,}=*)")
 _PASSWORD_PROSE = re.compile(
     r"\b(?:password|passwd|passcode|passphrase|pwd|pin)\b(?:[ \t]+(?:is|was))?[ \t]*[:=：]?[ \t]*([!-~]{4,})"
@@ -660,16 +661,23 @@ def detect(text: str) -> list[Finding]:
 
 def _fold(text: str) -> tuple[str, list[int]]:
     """``text`` with each character replaced by its NFKC form ("ｄａｎａ＠ｅｘａｍｐｌｅ．ｏｒｇ" ->
-    "dana@example.org"), and for each folded character the index of the original it came from."""
+    "dana@example.org"), and for each folded character the index of the original it came from.
+    Circled characters ("①②③", ``<circle>`` compatibility forms) are kept: they number list items
+    in Chinese and Japanese text, and folded they would run together into one long number."""
     if text.isascii():
         return text, []
     parts: list[str] = []
     origin: list[int] = []
     for i, ch in enumerate(text):
-        form = unicodedata.normalize("NFKC", ch) if ord(ch) > 127 else ch
+        form = ch if ord(ch) <= 127 or _is_circled(ch) else unicodedata.normalize("NFKC", ch)
         parts.append(form)
         origin.extend([i] * len(form))
     return "".join(parts), origin
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_circled(ch: str) -> bool:
+    return unicodedata.decomposition(ch).startswith("<circle>")
 
 
 def contains_sensitive(text: str) -> bool:

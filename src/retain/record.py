@@ -33,6 +33,7 @@ __all__ = [
     "normalize_text",
     "parse_tier",
     "parse_type",
+    "read_only_json",
     "search_text",
     "speaker_of",
     "utc",
@@ -42,6 +43,50 @@ __all__ = [
 
 MAX_NAMESPACE_CHARS = 256
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def _refuse_change(self: object, *args: object, **kwargs: object) -> None:
+    raise TypeError(
+        "stored record metadata is read-only (records are shared between reads); "
+        "change a copy (dict(record.metadata)) and write it with a new record"
+    )
+
+
+_refuse: Any = _refuse_change  # replaces methods of several signatures
+
+
+class ReadOnlyDict(dict):  # type: ignore[type-arg]
+    """A ``dict`` that refuses every change (TypeError); JSON-serialisable and equal to a plain dict.
+    Copies (``dict(d)``, ``copy.deepcopy``, pickling) are ordinary dicts / this class again."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ReadOnlyDict, (dict(self),))
+
+
+class ReadOnlyList(list):  # type: ignore[type-arg]
+    """A ``list`` that refuses every change (TypeError); JSON-serialisable and equal to a plain list."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = clear = sort = reverse = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ReadOnlyList, (list(self),))
+
+
+def read_only_json(value: Any) -> Any:
+    """``value`` (decoded JSON: dicts, lists, str, numbers, bool, None) with every dict and list,
+    at any depth, replaced by a :class:`ReadOnlyDict` / :class:`ReadOnlyList` with equal contents.
+    For values a store hands out to several readers (its decoded-record cache)."""
+    if isinstance(value, dict):
+        return ReadOnlyDict({k: read_only_json(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return ReadOnlyList(read_only_json(v) for v in value)
+    return value
 
 
 class MemoryType(enum.StrEnum):

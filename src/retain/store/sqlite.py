@@ -11,8 +11,8 @@
   :class:`MultiVectorSearch` answers several query vectors with one product over that matrix.
 * Decoded records are cached per namespace and id: a write drops the ids it wrote (a delete, the
   namespace), a rolled-back write or another connection's commit drops everything. Records handed
-  out are shared between calls; they are frozen values, and their ``metadata`` must be treated as
-  read-only.
+  out are shared between calls; they are frozen values, and their ``metadata`` is read-only at every
+  depth (:func:`retain.record.read_only_json`: a change raises ``TypeError``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import numpy.typing as npt
 from retain.errors import InvalidInput, RecordNotFound, SchemaError
 from retain.kernels import blocked_product
 from retain.lexical import index_terms
-from retain.record import MemoryRecord, MemoryType, Tier, search_text, utcnow
+from retain.record import MemoryRecord, MemoryType, Tier, read_only_json, search_text, utcnow
 from retain.store.base import (
     AppendAudit,
     AuditEntry,
@@ -812,6 +812,6 @@ def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
         token_count=row[19],
         embedding=embedding,
         encoder=row[21],
-        metadata=json.loads(row[22]),
+        metadata=read_only_json(json.loads(row[22])),  # shared via the record cache
         content_hash=row[23],
     )
