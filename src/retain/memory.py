@@ -6,6 +6,7 @@ write goes to the store in one transaction together with its audit entries.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -1807,7 +1808,12 @@ class _Pool:
 
 
 def _first_name(record: MemoryRecord) -> str:
-    words = speaker_of(record).split()
+    return _first_word(speaker_of(record))
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_word(speaker: str) -> str:
+    words = speaker.split()
     return words[0].lower() if words else ""
 
 

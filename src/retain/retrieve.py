@@ -21,6 +21,7 @@ Every score here is "higher = more relevant".
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -260,9 +261,11 @@ def relation_query(query: str, names: Iterable[str]) -> str:
     return " ".join(kept.split())
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def proper_nouns(text: str) -> int:
     """Number of capitalised words (``[A-Z][a-z]+``) that do not open a sentence: a rough count of
-    the names, places and titles a text mentions (0 for text without Latin capitals)."""
+    the names, places and titles a text mentions (0 for text without Latin capitals). Memoised per
+    text (the same records come back search after search)."""
     return len(_PROPER_NOUN.findall(text))
 
 
