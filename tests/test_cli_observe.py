@@ -141,3 +141,11 @@ def test_context_and_search_take_a_state(db384: Path) -> None:
 def test_bad_state_is_refused_at_the_boundary(db384: Path, value: str, message: str) -> None:
     result = runner.invoke(app, ["search", "hotel", "-n", NS, "--state", value])
     assert result.exit_code != 0 and message in result.output
+
+
+def test_a_misspelt_state_key_is_kept_but_warned_about(db384: Path) -> None:
+    result = runner.invoke(app, ["search", "hotel", "-n", NS, "--state", '{"phase": "book_hotel", "subgoal": ["x"]}'])
+    assert result.exit_code == 0
+    assert "did you mean 'subgoals'" in result.stderr
+    quiet = runner.invoke(app, ["search", "hotel", "-n", NS, "--state", '{"phase": "book_hotel", "mood": "calm"}'])
+    assert quiet.exit_code == 0 and "warning" not in quiet.stderr

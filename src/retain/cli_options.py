@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -9,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from retain.errors import InvalidInput
-from retain.state import AgentState
+from retain.state import STATE_KEYS, AgentState
 
 __all__ = ["STATE_FILE_LIMIT", "DbOption", "NamespaceOption", "RawOption", "StateOption", "parse_state"]
 
@@ -64,4 +65,12 @@ def parse_state(value: str | None) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         raise InvalidInput(f"--state: must be a JSON object, got {type(data).__name__}")
     AgentState.from_dict(data)  # validate now: a clear error at the boundary
+    for key in data:
+        close = difflib.get_close_matches(str(key), sorted(STATE_KEYS), n=1, cutoff=0.75)
+        if key not in STATE_KEYS and close:  # kept as a free-form feature, but likely a typo
+            typer.echo(
+                f"warning: --state key {key!r} is not a state field (did you mean {close[0]!r}?); "
+                "it is kept as a free-form feature",
+                err=True,
+            )
     return data

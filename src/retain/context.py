@@ -284,7 +284,8 @@ def pack(
     need = sum(tokens[r.id] for r in mandatory)
     if need > budget_tokens:
         raise BudgetInfeasible(
-            f"context: the {len(mandatory)} current hard constraints of namespace {namespace!r} need {need} "
+            f"context: the {len(mandatory)} current hard constraint{'s' if len(mandatory) != 1 else ''} of "
+            f"namespace {namespace!r} need{'s' if len(mandatory) == 1 else ''} {need} "
             f"tokens, budget_tokens is {budget_tokens}; nothing was packed"
         )
     by_id = {h.record.id: h for h in candidates}

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_CONSTRAINTS",
     "MAX_ITEMS",
     "MAX_TEXT_CHARS",
+    "STATE_KEYS",
     "AgentState",
     "EncodedState",
     "StateEncoder",
@@ -45,7 +46,10 @@ ENCODED_CONSTRAINTS = 64
 """Constraints embedded one by one; a state with more embeds the 64 most recently confirmed (the
 mapping's last entries) and reports how many it left out in :attr:`EncodedState.omitted`."""
 
-_KNOWN_KEYS = frozenset({"phase", "subgoals", "constraints", "uncertain", "open_questions", "last_result", "features"})
+STATE_KEYS = frozenset({"phase", "subgoals", "constraints", "uncertain", "open_questions", "last_result", "features"})
+"""Keys of a state mapping that :meth:`AgentState.from_dict` reads as fields; any other key is kept as
+a free-form feature."""
+_KNOWN_KEYS = STATE_KEYS
 
 
 def _text(value: Any, name: str) -> str | None:
