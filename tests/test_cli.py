@@ -70,3 +70,15 @@ def test_eval_locomo_missing_data_is_a_clear_error(env):
     result = runner.invoke(app, ["eval", "locomo", "--data", str(env / "missing.json")])
     assert result.exit_code == 2
     assert "no such file" in result.output
+
+
+def test_an_unknown_namespace_gets_a_hint_on_stderr(env):
+    assert runner.invoke(app, ["add", "The ferry leaves at 07:40.", "-n", "trip-42"]).exit_code == 0
+    found = runner.invoke(app, ["search", "ferry", "-n", "trip-4"])
+    assert found.exit_code == 0 and "namespace 'trip-4' holds no records" in found.stderr
+    assert "trip-42" in found.stderr
+    exported = runner.invoke(app, ["export", "-n", "trip-4"])
+    assert exported.exit_code == 0 and "holds no records" in exported.stderr
+    assert json.loads(exported.stdout)["records"] == []
+    known = runner.invoke(app, ["search", "ferry", "-n", "trip-42"])
+    assert "holds no records" not in known.stderr

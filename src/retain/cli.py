@@ -164,9 +164,12 @@ def search(
                 window=window,
                 state=agent_state,
             )
+            known = mem.store.namespaces()
     except RetainError as exc:
         _fail(exc)
         return
+    if not hits:
+        _hint_namespace(namespace, known)
     if as_json:
         console.print_json(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
         return
@@ -175,7 +178,7 @@ def search(
         table.add_row(
             str(h.rank),
             f"{h.score:.4g}",
-            f"{h.scores['bm25']:.2f}",
+            f"{h.scores['bm25']:.3g}",
             f"{h.scores['dense']:.3f}",
             h.record.type.value,
             "\n".join(r.content[:80] for r in h.window) if h.window else h.record.content[:80],
@@ -197,10 +200,20 @@ def export(
     try:
         with _open(db) as mem:
             text = mem.export(namespace=namespace, allow_raw=raw)
+            known = mem.store.namespaces()
     except RetainError as exc:
         _fail(exc)
         return
+    _hint_namespace(namespace, known)
     _emit(text, out)
+
+
+def _hint_namespace(namespace: str, known: list[str]) -> None:
+    """On standard error, say so when ``namespace`` holds nothing (a typo is the usual cause)."""
+    if namespace in known:
+        return
+    listed = ", ".join(sorted(known)[:20]) or "none"
+    typer.echo(f"note: namespace {namespace!r} holds no records; namespaces in this store: {listed}", err=True)
 
 
 @app.command()
