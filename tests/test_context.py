@@ -215,6 +215,9 @@ def test_working_tier_holds_the_newest_and_the_current_phase() -> None:
     tight = mem.context("ok, continue", namespace="w", budget_tokens=18, state={"phase": "b"}, working=2)
     kept = [i.record_id for i in tight.items if i.why == "working"]
     assert kept and kept == [ids[12], ids[11], ids[14], ids[13]][: len(kept)]  # a tight budget keeps the phase first
+    left_ids = [x.record_id for x in tight.left_out]
+    assert len(left_ids) == len(set(left_ids))  # a working record that did not fit is listed once
+    assert not set(left_ids) & {i.record_id for i in tight.items}
     small = mem.context("ok, continue", namespace="w", budget_tokens=500, working=0)
     assert not [i for i in small.items if i.why == "working"]
     with pytest.raises(InvalidInput, match="working"):

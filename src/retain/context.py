@@ -329,10 +329,11 @@ def pack(
                 type=rec.type.value,
             )
         )
+    left_working = {x.record_id for x in left}
     for hit in candidates:
         rec = hit.record
-        if rec.id in packed:
-            continue  # a constraint, already in
+        if rec.id in packed or rec.id in left_working:
+            continue  # already in (a constraint or the working tier), or already left out as working
         need_here = tokens[rec.id]
         if rec.superseded_by is not None:
             reason, detail = "superseded", f"superseded by {rec.superseded_by}"
