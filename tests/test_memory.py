@@ -522,3 +522,12 @@ def test_relation_query_scores_and_retrieves_without_the_named_speaker(memory: M
     wide = SearchConfig(candidates=2, neighbors=False, relation_candidates=5)
     assert len(memory._candidates(query, NS, RecordFilter(), narrow).records) < len(ids)
     assert {r.id for r in memory._candidates(query, NS, RecordFilter(), wide).records} == set(ids)
+
+
+def test_a_single_add_names_the_field_without_a_batch_index() -> None:
+    m = Memory(encoder=HashingEncoder(64))
+    with pytest.raises(InvalidInput) as single:
+        m.add("The ferry leaves at 07:40.", namespace="n", type="fact2")
+    assert str(single.value).startswith("type: 'fact2' is not one of")
+    with pytest.raises(InvalidInput, match=r"^item 1: type: 'fact2'"):
+        m.add_many([{"content": "ok"}, {"content": "The ferry.", "type": "fact2"}], namespace="n")

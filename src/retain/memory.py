@@ -359,7 +359,13 @@ class Memory:
             state=state,
             derived_from=check_derived(derived_from),
         )
-        return self.add_many([item], namespace=namespace, actor=actor)[0]
+        try:
+            return self.add_many([item], namespace=namespace, actor=actor)[0]
+        except InvalidInput as exc:  # one item: the batch's "item 0: " prefix says nothing
+            message = str(exc)
+            if not message.startswith("item 0: "):
+                raise
+            raise exc.__class__(message.removeprefix("item 0: ")) from exc
 
     @observed("add", result=added)
     def add_many(
