@@ -15,7 +15,14 @@ from retain.basis import HashingEncoder
 from retain.classify import classify
 from retain.errors import EncoderMismatch, InvalidInput, InvalidUtility
 from retain.eval.datasets import load_locomo
-from retain.eval.utility_traces import beam_traces, evaluate, loco_auc, locomo_traces, stream_contexts
+from retain.eval.utility_traces import (
+    beam_traces,
+    evaluate,
+    evaluate_scores,
+    loco_auc,
+    locomo_traces,
+    stream_contexts,
+)
 from retain.record import MemoryRecord, search_text
 from retain.utility import (
     UTILITY_FEATURES,
@@ -270,3 +277,15 @@ def test_cli_train_utility(tmp_path):
     assert model.encoder == "hashing-64" and "--encoder hashing-64" in model.trained_on
     help_text = CliRunner().invoke(app, ["train-utility", "--help"]).output
     assert "leave-one-conversation-out" in help_text
+
+
+def test_evaluate_scores_matches_evaluate_and_checks_lengths(traces):
+    prior = RulePrior()
+    scores = [prior.score(t[0], t[1]) for t in traces]
+    assert evaluate_scores(traces, scores) == evaluate(prior, traces)
+    perfect = evaluate_scores(traces, [t[2].astype(float) for t in traces])
+    assert perfect["mean_auc"] == 1.0 and perfect["hit@50%"] >= perfect["hit@10%"]
+    with pytest.raises(InvalidInput, match="one per trace"):
+        evaluate_scores(traces, scores[:-1])
+    with pytest.raises(InvalidInput, match=r"scores\[0\]"):
+        evaluate_scores(traces, [scores[0][:-1], *scores[1:]])

@@ -32,7 +32,15 @@ from retain.utility import (
 if TYPE_CHECKING:
     from retain.eval.datasets import LocomoConversation
 
-__all__ = ["DEFAULT_SHARES", "beam_traces", "evaluate", "loco_auc", "locomo_traces", "stream_contexts"]
+__all__ = [
+    "DEFAULT_SHARES",
+    "beam_traces",
+    "evaluate",
+    "evaluate_scores",
+    "loco_auc",
+    "locomo_traces",
+    "stream_contexts",
+]
 
 
 # --- oracle traces -----------------------------------------------------------------------------------
@@ -188,6 +196,26 @@ def _metrics(trace: Trace, scores: FloatArray, shares: Sequence[float]) -> dict[
 def _summary(rows: list[dict[str, Any]], shares: Sequence[float]) -> dict[str, Any]:
     out: dict[str, Any] = {"per_trace": rows, "mean_auc": float(np.nanmean([r["auc"] for r in rows]))}
     return out | {f"hit@{s:.0%}": float(np.mean([r[f"hit@{s:.0%}"] for r in rows])) for s in shares}
+
+
+def evaluate_scores(
+    traces: Sequence[Trace], scores: Sequence[FloatArray], *, shares: Sequence[float] = DEFAULT_SHARES
+) -> dict[str, Any]:
+    """What :func:`evaluate` returns, for scores computed elsewhere: ``scores[i]`` is an (n_i,) float
+    array over ``traces[i]``'s records (higher = more likely needed), e.g. a model of another library
+    or a non-causal reference such as a dataset's annotations.
+
+    Raises:
+        InvalidInput: a different number of score arrays than traces, or an array of the wrong length.
+    """
+    if len(scores) != len(traces):
+        raise InvalidInput(f"scores: {len(scores)} arrays for {len(traces)} traces; need one per trace")
+    for i, (trace, values) in enumerate(zip(traces, scores, strict=True)):
+        if len(values) != len(trace[2]):
+            raise InvalidInput(f"scores[{i}]: {len(values)} values for {len(trace[2])} records")
+    return _summary(
+        [_metrics(t, np.asarray(v, dtype=np.float64), shares) for t, v in zip(traces, scores, strict=True)], shares
+    )
 
 
 def evaluate(
