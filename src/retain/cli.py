@@ -164,12 +164,12 @@ def search(
                 window=window,
                 state=agent_state,
             )
-            known = mem.store.namespaces()
+            known = [] if hits else mem.store.namespaces()  # read only when a hint may be needed
     except RetainError as exc:
         _fail(exc)
         return
     if not hits:
-        _hint_namespace(namespace, known)
+        _hint_namespace(namespace, known)  # says nothing when the namespace holds records
     if as_json:
         console.print_json(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
         return
