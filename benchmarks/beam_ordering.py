@@ -9,7 +9,12 @@ much the figures move between halves, it is not a held-out figure).
 
 Variants: ``rank`` (plain search, best first, laid out by stream position), ``time`` (the shipped
 ordering retrieval) and ``time`` without one step each: the topic extraction, the asker's-turns
-filter, first mention within a session (best score instead), the relative floor; and two pool caps.
+filter, first mention within a session (best score instead), the relative floor; two pool caps;
+superseded records searched too (``include_superseded=True``: the order of mentions is history);
+and ``tiled w=N``: each session cut into sub-topic episodes (:mod:`retain.tiling`, TextTiling over
+the embeddings of all its turns, ``N`` turns a side, Hearst's cutoff), one pick per episode (the
+earliest candidate of the session's next episode not yet picked) instead of one per exchange. The
+window is chosen on one half of the chats and reported on the other (``held out`` lines).
 
     python benchmarks/beam_ordering.py --data ../shared/data/beam/100K [--chats 1,2]
 """
@@ -38,19 +43,21 @@ from retain.eval.beam_runner import BEAM_CONFIG, ORDERED_CATEGORY, beam_stream
 from retain.eval.ordering import ordering_tau, retrieved_tau
 from retain.eval.streams import EVIDENCE_KEY, ORDER_K, CachingEncoder
 from retain.memory import Memory
+from retain.record import MemoryRecord
 from retain.retrieve import Hit
+from retain.tiling import episode_labels
 from retain.timeline import event_order
 
 Variant = Callable[[Memory, str, str], list[Hit]]
 
 
 def _episodes(topic: bool = True, own: bool = True, first: bool = True, floor: float = RELATIVE_FLOOR,
-              limit: int = EPISODE_CANDIDATES) -> Variant:  # fmt: skip
+              limit: int = EPISODE_CANDIDATES, history: bool = False) -> Variant:  # fmt: skip
     """The ordering retrieval of retain.episodes with one step changed."""
 
     def run(mem: Memory, ns: str, question: str) -> list[Hit]:
         text = ordering_topic(question) if topic else question
-        pool = mem.search(text, namespace=ns, k=EPISODE_POOL, allow_raw=True)
+        pool = mem.search(text, namespace=ns, k=EPISODE_POOL, allow_raw=True, include_superseded=history)
         if own and asks_own_mentions(question):
             pool = [h for h in pool if h.record.role == ASKER_ROLE] or pool
         if not pool:
@@ -67,6 +74,55 @@ def _episodes(topic: bool = True, own: bool = True, first: bool = True, floor: f
     return run
 
 
+def _tiled(window: int) -> Variant:
+    """The ordering retrieval with sub-topic episodes (retain.tiling) as the unit of one pick."""
+    labels: dict[tuple[int, str], dict[str, int]] = {}
+
+    def episode_of(mem: Memory, ns: str, record: MemoryRecord) -> str:
+        key = (id(mem), f"{ns}/{record.segment}")
+        if key not in labels:
+            turns = [r for r in mem.records(namespace=ns) if r.segment == record.segment and r.embedding is not None]
+            turns.sort(key=lambda r: (r.seq is None, r.seq or 0))
+            found = episode_labels(np.stack([r.embedding for r in turns]), window=window) if turns else []
+            labels[key] = {r.id: int(e) for r, e in zip(turns, found, strict=True)}
+        return f"{record.segment}#{labels[key].get(record.id, -1)}"
+
+    def run(mem: Memory, ns: str, question: str) -> list[Hit]:
+        pool = mem.search(ordering_topic(question), namespace=ns, k=EPISODE_POOL, allow_raw=True)
+        if asks_own_mentions(question):
+            pool = [h for h in pool if h.record.role == ASKER_ROLE] or pool
+        if not pool:
+            return []
+        best = max(h.score for h in pool)
+        kept = [h for h in pool if h.score >= RELATIVE_FLOOR * best][:EPISODE_CANDIDATES]
+        sessions: dict[str | None, list[Hit]] = {}
+        for h in kept:  # sessions in order of their best candidate, candidates in stream order
+            sessions.setdefault(h.record.segment, []).append(h)
+        for queue in sessions.values():
+            queue.sort(key=lambda h: (h.record.seq is None, h.record.seq or 0))
+        picked: list[Hit] = []
+        used: set[str] = set()
+        while len(picked) < ORDER_K and any(sessions.values()):
+            for queue in sessions.values():
+                if not queue:
+                    continue
+                fresh = [h for h in queue if episode_of(mem, ns, h.record) not in used]
+                h = (fresh or queue)[0]
+                queue.remove(h)
+                used.add(episode_of(mem, ns, h.record))
+                picked.append(h)
+                if len(picked) == ORDER_K:
+                    break
+        chosen = {h.record.id: h for h in picked}
+        records = sorted((h.record for h in picked), key=lambda r: r.created_at)
+        return [chosen[r.id] for r in event_order(records)]
+
+    return run
+
+
+TILING_WINDOWS = (1, 2, 3, 5)
+"""Windows tried for the ``tiled`` variants; the one best on one half is reported on the other."""
+
 VARIANTS: dict[str, Variant] = {
     "rank": lambda mem, ns, q: mem.search(q, namespace=ns, k=ORDER_K, allow_raw=True),
     "time (shipped)": lambda mem, ns, q: mem.search(q, namespace=ns, k=ORDER_K, allow_raw=True, order="time"),
@@ -76,6 +132,8 @@ VARIANTS: dict[str, Variant] = {
     "time, no floor": _episodes(floor=0.0),
     "time, 10 candidates": _episodes(limit=10),
     "time, 30 candidates": _episodes(limit=30),
+    "time, with superseded": _episodes(history=True),
+    **{f"tiled w={w}": _tiled(w) for w in TILING_WINDOWS},
 }
 
 
@@ -113,6 +171,18 @@ def main() -> None:
         halves = (lambda c: True, lambda c: c % 2 == 1, lambda c: c % 2 == 0)
         cells = [_cell([r for r in found if keep(r[0])]) for keep in halves]
         print(f"{name:24s} {cells[0]:40s} {cells[1]:30s} {cells[2]}")
+    tiled = [name for name in rows if name.startswith("tiled")]
+    for chosen_on, parity, other in (("odd", 1, 0), ("even", 0, 1)):
+        best = max(tiled, key=lambda name: _half_tau(rows[name], parity))
+        shipped = _half_tau(rows["time (shipped)"], other)
+        print(f"held out: window chosen on {chosen_on} chats ({best}), tau on the other half "
+              f"{_half_tau(rows[best], other):.3f} (shipped there: {shipped:.3f})")  # fmt: skip
+
+
+def _half_tau(rows: list[tuple[int, Any, Any, float]], parity: int) -> float:
+    """Mean tau over the chats whose number has this parity (1 = odd); NaN when there are none."""
+    taus = [r[1] for r in rows if r[0] % 2 == parity]
+    return float(np.mean(taus)) if taus else float("nan")
 
 
 def _cell(rows: list[tuple[int, Any, Any, float]]) -> str:
