@@ -1176,7 +1176,7 @@ class Memory:
                 (:func:`retain.segments.attach_windows`); 0 (default) = none.
             order: "rank" (default): best first. "time": for ordering questions ("list the order in
                 which I brought up ..."): the topic of the query is searched over a wide pool, the
-                candidates above a floor relative to the best are spread over sessions (one
+                best candidates of the pool are spread over sessions (one
                 episode per session per round), and the ``k`` picked are returned in event order
                 (:mod:`retain.episodes`); ``rank`` is then the position in time. "auto": "time" when
                 :func:`retain.episodes.asks_order` reads the query as asking for an order, else
