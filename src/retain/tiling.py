@@ -19,10 +19,13 @@ turns' embeddings alone (no model call):
 
 :func:`episode_labels` turns the boundaries into one episode number per turn (0, 1, 2, ...).
 
-On BEAM chats 1-14 these episodes were tried as the unit of the ordering retrieval
-(:mod:`retain.episodes`; ``benchmarks/beam_ordering.py``) and did not raise Kendall tau on both
-halves of the chats, so ``Memory.search(order="time")`` does not use them; see the README's
-ordering table.
+On BEAM chats 1-14 these episodes were tried as the unit of the ordering retrieval (one pick per
+episode instead of one per exchange; ``benchmarks/beam_ordering.py``): with the window chosen on one
+half of the chats, Kendall tau on the other half fell (even 0.210 -> 0.172, odd 0.402 -> 0.331), and
+episode onsets are about as common among all user turns as among the turns where an aspect was
+brought up (0.76 against 0.83 over all of a session's turns, 0.36 against 0.34 over its user turns;
+``benchmarks/beam_onsets.py``), so ``Memory.search(order="time")`` does not use them; see the
+README's ordering table.
 """
 
 from __future__ import annotations
