@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from retain.cli_options import PANEL_MODELS
 from retain.config import Settings
 from retain.errors import RetainError
 
@@ -29,8 +30,8 @@ def register(eval_app: typer.Typer, app: typer.Typer | None = None) -> None:
     """Add ``scenarios`` to the ``eval`` group and ``trace`` to ``app``."""
     eval_app.command("scenarios")(eval_scenarios)
     if app is not None:
-        app.command("trace")(trace)
-        app.command("train-sam")(train_sam)
+        app.command("trace", rich_help_panel=PANEL_MODELS)(trace)
+        app.command("train-sam", rich_help_panel=PANEL_MODELS)(train_sam)
 
 
 def _parse_budgets(budget: str | None) -> list[int]:
