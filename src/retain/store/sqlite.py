@@ -325,9 +325,11 @@ class SQLiteStore(Store):
         self._require_ready()
         writes = any(isinstance(op, _WRITE_OPS) for op in ops)
         with self._lock:
-            self._check_external_changes()
             self._conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
             try:
+                # Inside the transaction: a commit by another connection just before BEGIN is seen here,
+                # so no op of this batch reads a cached record older than the transaction's snapshot.
+                self._check_external_changes()
                 results = [self._run(op) for op in ops]
                 self._conn.execute("COMMIT")
             except BaseException:
