@@ -105,6 +105,7 @@ class Candidates:
         positions: (n,) float64 stream position (``seq``, else arrival order); higher = later.
         times: (n,) float64 event time (POSIX seconds, UTC) or NaN when unknown.
         phases: phase each record was written in (None when unknown).
+        phase_ids: (n,) intp, each phase's id in ``phase_vocab`` (phase name -> id; -1 when unknown).
         roles: each record's role (who produced it).
         terms: each record's content terms (:func:`retain.lexical.index_terms` minus stop words).
         core, importance, access: (n,) float64.
@@ -121,6 +122,8 @@ class Candidates:
     positions: FloatArray
     times: FloatArray
     phases: tuple[str | None, ...]
+    phase_ids: npt.NDArray[np.intp]
+    phase_vocab: Mapping[str, int]
     roles: tuple[str, ...]
     terms: tuple[frozenset[str], ...]
     core: FloatArray
@@ -171,12 +174,15 @@ class CandidateMemo:
         self._clear()
 
     def _clear(self) -> None:
-        self._slots: dict[str, tuple[MemoryRecord, int]] = {}
+        self._slots: dict[int, int] = {}  # id(record) -> row; _held keeps each record alive, so ids stay unique
+        self._held: list[MemoryRecord] = []
         self._n = 0
         self.numeric = np.zeros((0, 6))
         self.role_flags = np.zeros((0, 3))
         self.has_vector = np.zeros(0, dtype=bool)
         self.phases = np.zeros(0, dtype=object)
+        self.phase_ids = np.zeros(0, dtype=np.intp)
+        self.phase_vocab: dict[str, int] = {}
         self.roles = np.zeros(0, dtype=object)
         self.terms = np.zeros(0, dtype=object)
         self.term_start = np.zeros(0, dtype=np.intp)
@@ -191,53 +197,63 @@ class CandidateMemo:
     def slots(self, records: Sequence[MemoryRecord]) -> npt.NDArray[np.intp] | None:
         """Each record's row (worked out for records not seen as that object before); None when
         ``records`` are more than the memo holds."""
-        slots = self._slots
-        out = [hit[1] if (hit := slots.get(r.id)) is not None and hit[0] is r else -1 for r in records]
-        missing = [i for i, row in enumerate(out) if row < 0]
+        out = list(map(self._slots.get, map(id, records)))
+        missing = [i for i, row in enumerate(out) if row is None]
         if not missing:
             return np.array(out, dtype=np.intp)
         if self._n + len(missing) > self._limit:
             if len(records) > self._limit:
                 return None
             self._clear()
-            slots, missing = self._slots, list(range(len(records)))
-        self._reserve(len(missing))
+            missing = list(range(len(records)))
+        new: dict[int, MemoryRecord] = {}  # a record listed twice gets one row
         for i in missing:
-            r = records[i]
-            hit = slots.get(r.id)
-            out[i] = hit[1] if hit is not None and hit[0] is r else self._append(r)
+            new.setdefault(id(records[i]), records[i])
+        self._append(list(new.values()))
+        slots = self._slots
+        for i in missing:
+            out[i] = slots[id(records[i])]
         return np.array(out, dtype=np.intp)
 
-    def _reserve(self, extra: int) -> None:
-        need = self._n + extra
-        if need <= len(self.numeric):
-            return
-        cap = max(need, 2 * len(self.numeric), 64)
-        for name in ("numeric", "role_flags", "has_vector", "phases", "roles", "terms", "term_start", "term_count"):
-            old = getattr(self, name)
-            new = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
-            new[: self._n] = old[: self._n]
-            setattr(self, name, new)
-
-    def _append(self, r: MemoryRecord) -> int:
-        row = self._n
-        numeric, phase, role, terms = _row(r)
-        self.numeric[row] = numeric
-        self.role_flags[row] = _role_flags(role)
-        self.has_vector[row] = r.embedding is not None
-        self.phases[row], self.roles[row], self.terms[row] = phase, role, terms
+    def _append(self, records: list[MemoryRecord]) -> None:
+        """Give each of ``records`` (none held yet) a row: its inputs worked out and stored in bulk."""
+        start, k = self._n, len(records)
+        need = start + k
+        if need > len(self.numeric):
+            cap = max(need, 2 * len(self.numeric), 64)
+            names = ("numeric", "role_flags", "has_vector", "phases", "phase_ids", "roles", "terms")
+            for name in (*names, "term_start", "term_count"):
+                old = getattr(self, name)
+                grown = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
+                grown[:start] = old[:start]
+                setattr(self, name, grown)
+        rows = [_row(r) for r in records]
+        end = slice(start, need)
+        self.numeric[end] = [row[0] for row in rows]
+        phases = [row[1] for row in rows]
+        roles = [row[2] for row in rows]
+        terms = [row[3] for row in rows]
+        self.role_flags[end] = [_role_flags(role) for role in roles]
+        self.has_vector[end] = [r.embedding is not None for r in records]
+        for j in range(k):  # element by element: numpy would read a frozenset as a sequence
+            self.phases[start + j], self.roles[start + j], self.terms[start + j] = phases[j], roles[j], terms[j]
+        pv = self.phase_vocab
+        self.phase_ids[end] = [-1 if p is None else pv.setdefault(p, len(pv)) for p in phases]
         vocab = self.vocab
-        ids = [vocab.setdefault(t, len(vocab)) for t in terms]
-        if self._flat_used + len(ids) > len(self.term_flat):
-            grown = np.zeros(max(2 * len(self.term_flat), self._flat_used + len(ids), 256), dtype=np.intp)
-            grown[: self._flat_used] = self.term_flat[: self._flat_used]
+        ids = [vocab.setdefault(t, len(vocab)) for ts in terms for t in ts]
+        used = self._flat_used
+        if used + len(ids) > len(self.term_flat):
+            grown = np.zeros(max(2 * len(self.term_flat), used + len(ids), 256), dtype=np.intp)
+            grown[:used] = self.term_flat[:used]
             self.term_flat = grown
-        self.term_flat[self._flat_used : self._flat_used + len(ids)] = ids
-        self.term_start[row], self.term_count[row] = self._flat_used, len(ids)
-        self._flat_used += len(ids)
-        self._slots[r.id] = (r, row)
-        self._n += 1
-        return row
+        self.term_flat[used : used + len(ids)] = ids
+        counts = np.array([len(ts) for ts in terms], dtype=np.intp)
+        self.term_count[end] = counts
+        self.term_start[end] = used + np.cumsum(counts) - counts
+        self._flat_used = used + len(ids)
+        self._slots.update((id(r), start + j) for j, r in enumerate(records))
+        self._held.extend(records)
+        self._n = need
 
 
 def candidates_from_records(
@@ -286,6 +302,8 @@ def candidates_from_records(
         positions=positions,
         times=times,
         phases=tuple(memo.phases[rows]),
+        phase_ids=memo.phase_ids[rows],
+        phase_vocab=memo.phase_vocab,
         roles=tuple(memo.roles[rows]),
         terms=tuple(memo.terms[rows]),
         core=numeric[:, 3].copy(),
@@ -376,7 +394,9 @@ def _features(
     else:
         out[:, col["time_decay"]] = 0.5
     if phase:
-        same = np.array([1.0 if p == phase else 0.0 if p else 0.5 for p in cands.phases])
+        same = np.where(
+            cands.phase_ids == cands.phase_vocab.get(phase, -2), 1.0, np.where(cands.phase_ids < 0, 0.5, 0.0)
+        )
         out[:, col["same_phase"]] = same
         obs = cands.types == TYPES.index(MemoryType.OBSERVATION)
         out[:, col["earlier_phase_observation"]] = obs & (same == 0.0)
