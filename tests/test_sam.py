@@ -537,6 +537,18 @@ def test_candidate_memo_gathers_the_same_inputs_as_a_fresh_build() -> None:
         assert terms == [set(t) for t in want.terms]
 
 
+def test_content_terms_are_worked_out_on_write_unless_state_scoring_is_off() -> None:
+    from retain.sam import content_terms
+
+    text = f"walnut allergy {new_id()}"  # a text no earlier test tokenised
+    content_terms.cache_clear()
+    Memory(encoder=HashingEncoder(dim=DIM), state_scorer=False).add(text, namespace="n")
+    assert content_terms.cache_info().currsize == 0
+    Memory(encoder=HashingEncoder(dim=DIM)).add(text, namespace="n")
+    hits = content_terms.cache_info().hits
+    assert "walnut" in content_terms(text) and content_terms.cache_info().hits == hits + 1
+
+
 def test_a_write_after_a_state_search_is_seen_by_the_next_state_search() -> None:
     mem, _ = _memory_with_scorer()
     ns = "trip"
