@@ -516,6 +516,39 @@ def test_candidate_memo_works_out_a_changed_record_again() -> None:
         candidates_from_records([rec], vectors=np.zeros((2, DIM), np.float32))
 
 
+def test_candidate_memo_gathers_the_same_inputs_as_a_fresh_build() -> None:
+    from retain.sam import CandidateMemo
+
+    rng = np.random.default_rng(5)
+    enc = HashingEncoder(dim=DIM)
+    recs = _random_records(rng, 30, enc)
+    memo = CandidateMemo(limit=25)
+    # repeats within a call, records seen before, a memo that starts over, a call larger than the memo
+    for batch in (recs[:10] + recs[:3], recs[5:25], recs[20:] + recs[:5], recs[::-1]):
+        got = candidates_from_records(batch, memo=memo)
+        want = candidates_from_records(batch)
+        assert len(memo) <= 25
+        for name in ("types", "positions", "times", "core", "importance", "access", "role_flags"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        assert (got.phases, got.roles, got.terms) == (want.phases, want.roles, want.terms)
+        terms = [
+            {t for t, i in got.vocab.items() if i in got.term_ids[got.term_rows == row]} for row in range(len(batch))
+        ]
+        assert terms == [set(t) for t in want.terms]
+
+
+def test_content_terms_are_worked_out_on_write_unless_state_scoring_is_off() -> None:
+    from retain.sam import content_terms
+
+    text = f"walnut allergy {new_id()}"  # a text no earlier test tokenised
+    content_terms.cache_clear()
+    Memory(encoder=HashingEncoder(dim=DIM), state_scorer=False).add(text, namespace="n")
+    assert content_terms.cache_info().currsize == 0
+    Memory(encoder=HashingEncoder(dim=DIM)).add(text, namespace="n")
+    hits = content_terms.cache_info().hits
+    assert "walnut" in content_terms(text) and content_terms.cache_info().hits == hits + 1
+
+
 def test_a_write_after_a_state_search_is_seen_by_the_next_state_search() -> None:
     mem, _ = _memory_with_scorer()
     ns = "trip"
