@@ -13,8 +13,10 @@ For a candidate memory m with embedding e (L2-normalised, (d,) float32) and an e
 ``x(S, m)`` are cheap state features (:data:`STATE_FEATURES`): plain cosines of e to each state part,
 recency in stream positions and in event time (exponential decay, configurable half-life), whether m
 was written in the current phase, observations of an earlier phase (suppression), the core tier,
-importance and use. ``content_score`` is the learned fusion of :mod:`retain.retrieve`. ``s_phase`` is
-the phase name's embedding plus a learned vector for phases seen in training (none for unseen ones:
+importance and use, and value match (the share of a constraint's, the subgoal's or the last result's
+dates, times and amounts, :func:`retain.values.canonical_values`, that m states; whether m is the newest
+candidate stating a constraint's value). ``content_score`` is the learned fusion of :mod:`retain.retrieve`.
+``s_phase`` is the phase name's embedding plus a learned vector for phases seen in training (none for unseen ones:
 the hit breakdown then says ``phase_known = 0``). All parameters are fitted by
 :func:`train_state_scorer` on (state, needed memory) pairs from scenario files (a listwise softmax
 loss, Adam, L2 penalty) and evaluated on scenario files they were not fitted on.
@@ -42,6 +44,7 @@ from retain.kernels import blocked_product
 from retain.lexical import STOPWORDS, index_terms
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.state import EncodedState
+from retain.values import canonical_values
 
 __all__ = [
     "DEFAULT_HALF_LIFE_S",
@@ -83,6 +86,10 @@ STATE_FEATURES: tuple[str, ...] = (
     "pref_x_goal",
     "pref_x_goal_overlap",
     "observation_x_result",
+    "value_match",
+    "value_setter",
+    "goal_value_match",
+    "result_value_match",
 )
 TYPES: tuple[MemoryType, ...] = tuple(MemoryType)
 _TYPE_INDEX = {t: i for i, t in enumerate(TYPES)}
@@ -110,6 +117,8 @@ class Candidates:
         core, importance, access: (n,) float64.
         newest_position, newest_time: of the whole namespace (not only the candidates).
         vectors64: (n, d) float64, ``vectors`` widened once for the scorer's products.
+        values: each record's canonical dates, times and amounts (:func:`retain.values.canonical_values`);
+            empty when not worked out (the value-match features are then 0).
     """
 
     vectors: npt.NDArray[np.float32]
@@ -125,11 +134,12 @@ class Candidates:
     newest_position: float
     newest_time: float
     vectors64: FloatArray
+    values: tuple[frozenset[str], ...] = ()
 
 
-_Row = tuple[tuple[float, float, float, float, float, float], str | None, str, frozenset[str]]
+_Row = tuple[tuple[float, float, float, float, float, float], str | None, str, frozenset[str], frozenset[str]]
 """One record's inputs: (seq or NaN, event time or NaN, type index, core, importance, log1p(access)),
-phase, role, content terms."""
+phase, role, content terms, canonical values."""
 
 
 def _row(r: MemoryRecord) -> _Row:
@@ -141,7 +151,7 @@ def _row(r: MemoryRecord) -> _Row:
         float(r.importance),
         math.log1p(r.access_count),
     )
-    return numeric, _phase_of(r), r.role, content_terms(r.content)
+    return numeric, _phase_of(r), r.role, content_terms(r.content), canonical_values(r.content)
 
 
 class CandidateMemo:
@@ -225,6 +235,7 @@ def candidates_from_records(
             newest_time.timestamp() if newest_time is not None else float(known.max()) if known.size else math.nan
         ),
         vectors64=vectors.astype(np.float64),
+        values=tuple(row[4] for row in rows),
     )
 
 
@@ -342,7 +353,32 @@ def _features(
     out[:, col["pref_x_goal"]] = pref * out[:, col["goal_cos"]]
     out[:, col["pref_x_goal_overlap"]] = pref * goal
     out[:, col["observation_x_result"]] = obs * out[:, col["result_cos"]]
+    if len(cands.values) == n:
+        _value_features(state, cands, out)
     return out, cos[:, 3 + c + o :]
+
+
+def _value_features(state: EncodedState, cands: Candidates, out: FloatArray) -> None:
+    """Fill the value-match columns: the share of a confirmed constraint's canonical values (dates,
+    times, amounts; :func:`retain.values.canonical_values`) that a record states, best over the
+    constraints (``value_match``); 1 for the newest candidate with the best share of some constraint
+    (``value_setter``: the record that set the current value, not an older one with an old value); the
+    share of the top subgoal's and of the last result's values."""
+    col = _COLUMN
+    wanted = [v for v in (canonical_values(t) for t in state.texts.get("constraints", ())) if v]
+    if wanted:
+        share = _overlaps(cands.values, wanted)  # (n, c)
+        out[:, col["value_match"]] = share.max(axis=1)
+        best = share.max(axis=0)
+        for j in np.flatnonzero(best > 0):
+            rows = np.flatnonzero(share[:, j] == best[j])
+            out[rows[np.argmax(cands.positions[rows])], col["value_setter"]] = 1.0
+    goal = canonical_values(" ".join(state.texts.get("goal", ())))
+    result = canonical_values(" ".join(state.texts.get("result", ())))
+    if goal or result:
+        share = _overlaps(cands.values, [goal, result])
+        out[:, col["goal_value_match"]] = share[:, 0]
+        out[:, col["result_value_match"]] = share[:, 1]
 
 
 _COLUMN = {name: i for i, name in enumerate(STATE_FEATURES)}
