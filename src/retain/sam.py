@@ -366,19 +366,20 @@ def _value_features(state: EncodedState, cands: Candidates, out: FloatArray) -> 
     share of the top subgoal's and of the last result's values."""
     col = _COLUMN
     wanted = [v for v in (canonical_values(t) for t in state.texts.get("constraints", ())) if v]
+    goal = canonical_values(" ".join(state.texts.get("goal", ())))
+    result = canonical_values(" ".join(state.texts.get("result", ())))
+    if not (wanted or goal or result):
+        return
+    share = _overlaps(cands.values, [goal, result, *wanted])  # (n, 2 + c): one pass over the candidates
+    out[:, col["goal_value_match"]] = share[:, 0]
+    out[:, col["result_value_match"]] = share[:, 1]
     if wanted:
-        share = _overlaps(cands.values, wanted)  # (n, c)
+        share = share[:, 2:]
         out[:, col["value_match"]] = share.max(axis=1)
         best = share.max(axis=0)
         for j in np.flatnonzero(best > 0):
             rows = np.flatnonzero(share[:, j] == best[j])
             out[rows[np.argmax(cands.positions[rows])], col["value_setter"]] = 1.0
-    goal = canonical_values(" ".join(state.texts.get("goal", ())))
-    result = canonical_values(" ".join(state.texts.get("result", ())))
-    if goal or result:
-        share = _overlaps(cands.values, [goal, result])
-        out[:, col["goal_value_match"]] = share[:, 0]
-        out[:, col["result_value_match"]] = share[:, 1]
 
 
 _COLUMN = {name: i for i, name in enumerate(STATE_FEATURES)}

@@ -86,6 +86,8 @@ _TIMES = re.compile(
 _NUMBERS = re.compile(
     r"(?<![\w.,:])(?P<int>\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.(?P<frac>\d+))?(?:\s*(?P<k>[kK])(?![a-zA-Z]))?(?!\d|[,.:]\d|st\b|nd\b|rd\b|th\b)"
 )
+_DIGIT = re.compile(r"\d")
+_NOON = re.compile(r"\b(?:noon|midday|midnight)\b", re.IGNORECASE)
 _K_DIGITS = 30
 """Longest number (digits) that a ``k`` suffix multiplies; longer ones are read as written."""
 
@@ -158,6 +160,8 @@ def canonical_values(text: str) -> frozenset[str]:
 
     Memoised by text (the last 65,536 texts). Never raises on text; an empty set when nothing is found.
     """
+    if not _DIGIT.search(text):  # every value but noon / midnight has a digit: the common case is cheap
+        return frozenset("t:0" if m.group().lower() == "midnight" else "t:720" for m in _NOON.finditer(text))
     found: set[str] = set()
     spans: list[tuple[int, int]] = []
     for match in _DATES.finditer(text):
