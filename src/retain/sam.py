@@ -13,8 +13,10 @@ For a candidate memory m with embedding e (L2-normalised, (d,) float32) and an e
 ``x(S, m)`` are cheap state features (:data:`STATE_FEATURES`): plain cosines of e to each state part,
 recency in stream positions and in event time (exponential decay, configurable half-life), whether m
 was written in the current phase, observations of an earlier phase (suppression), the core tier,
-importance and use. ``content_score`` is the learned fusion of :mod:`retain.retrieve`. ``s_phase`` is
-the phase name's embedding plus a learned vector for phases seen in training (none for unseen ones:
+importance and use, and value match (the share of a constraint's, the subgoal's or the last result's
+dates, times and amounts, :func:`retain.values.canonical_values`, that m states; whether m is the newest
+candidate stating a constraint's value). ``content_score`` is the learned fusion of :mod:`retain.retrieve`.
+``s_phase`` is the phase name's embedding plus a learned vector for phases seen in training (none for unseen ones:
 the hit breakdown then says ``phase_known = 0``). All parameters are fitted by
 :func:`train_state_scorer` on (state, needed memory) pairs from scenario files (a listwise softmax
 loss, Adam, L2 penalty) and evaluated on scenario files they were not fitted on.
@@ -42,6 +44,7 @@ from retain.kernels import blocked_product
 from retain.lexical import STOPWORDS, index_terms
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.state import EncodedState
+from retain.values import canonical_values
 
 __all__ = [
     "DEFAULT_HALF_LIFE_S",
@@ -83,6 +86,10 @@ STATE_FEATURES: tuple[str, ...] = (
     "pref_x_goal",
     "pref_x_goal_overlap",
     "observation_x_result",
+    "value_match",
+    "value_setter",
+    "goal_value_match",
+    "result_value_match",
 )
 TYPES: tuple[MemoryType, ...] = tuple(MemoryType)
 _TYPE_INDEX = {t: i for i, t in enumerate(TYPES)}
@@ -115,6 +122,8 @@ class Candidates:
         term_ids, term_rows: (m,) intp, the terms of every candidate as one list: term ``term_ids[j]``
             (an id in ``vocab``) is in candidate ``term_rows[j]``'s terms.
         vocab: term -> id (may hold terms no candidate has).
+        values: each record's canonical dates, times and amounts (:func:`retain.values.canonical_values`);
+            empty when not worked out (the value-match features are then 0).
     """
 
     vectors: npt.NDArray[np.float32]
@@ -136,11 +145,12 @@ class Candidates:
     term_ids: npt.NDArray[np.intp]
     term_rows: npt.NDArray[np.intp]
     vocab: Mapping[str, int]
+    values: tuple[frozenset[str], ...] = ()
 
 
-_Row = tuple[tuple[float, float, float, float, float, float], str | None, str, frozenset[str]]
+_Row = tuple[tuple[float, float, float, float, float, float], str | None, str, frozenset[str], frozenset[str]]
 """One record's inputs: (seq or NaN, event time or NaN, type index, core, importance, log1p(access)),
-phase, role, content terms."""
+phase, role, content terms, canonical values."""
 
 
 def _row(r: MemoryRecord) -> _Row:
@@ -152,7 +162,7 @@ def _row(r: MemoryRecord) -> _Row:
         float(r.importance),
         math.log1p(r.access_count),
     )
-    return numeric, _phase_of(r), r.role, content_terms(r.content)
+    return numeric, _phase_of(r), r.role, content_terms(r.content), canonical_values(r.content)
 
 
 class CandidateMemo:
@@ -185,6 +195,7 @@ class CandidateMemo:
         self.phase_vocab: dict[str, int] = {}
         self.roles = np.zeros(0, dtype=object)
         self.terms = np.zeros(0, dtype=object)
+        self.values = np.zeros(0, dtype=object)
         self.term_start = np.zeros(0, dtype=np.intp)
         self.term_count = np.zeros(0, dtype=np.intp)
         self.term_flat = np.zeros(0, dtype=np.intp)
@@ -221,7 +232,7 @@ class CandidateMemo:
         need = start + k
         if need > len(self.numeric):
             cap = max(need, 2 * len(self.numeric), 64)
-            names = ("numeric", "role_flags", "has_vector", "phases", "phase_ids", "roles", "terms")
+            names = ("numeric", "role_flags", "has_vector", "phases", "phase_ids", "roles", "terms", "values")
             for name in (*names, "term_start", "term_count"):
                 old = getattr(self, name)
                 grown = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
@@ -233,10 +244,12 @@ class CandidateMemo:
         phases = [row[1] for row in rows]
         roles = [row[2] for row in rows]
         terms = [row[3] for row in rows]
+        values = [row[4] for row in rows]
         self.role_flags[end] = [_role_flags(role) for role in roles]
         self.has_vector[end] = [r.embedding is not None for r in records]
         for j in range(k):  # element by element: numpy would read a frozenset as a sequence
             self.phases[start + j], self.roles[start + j], self.terms[start + j] = phases[j], roles[j], terms[j]
+            self.values[start + j] = values[j]
         pv = self.phase_vocab
         self.phase_ids[end] = [-1 if p is None else pv.setdefault(p, len(pv)) for p in phases]
         vocab = self.vocab
@@ -318,6 +331,7 @@ def candidates_from_records(
         term_ids=memo.term_flat[at],
         term_rows=np.repeat(np.arange(n, dtype=np.intp), counts),
         vocab=memo.vocab,
+        values=tuple(memo.values[rows]),
     )
 
 
@@ -347,6 +361,33 @@ def _overlaps(cands: Candidates, wanted: Sequence[frozenset[str]]) -> FloatArray
     member = np.zeros((len(known), len(wanted)))
     for j, w in enumerate(wanted):
         member[np.searchsorted(known, [vocab[t] for t in w if t in vocab]), j] = 1.0
+    sizes = np.array([max(len(w), 1) for w in wanted], dtype=np.float64)
+    return (present @ member) / sizes
+
+
+def _set_overlaps(sets: Sequence[frozenset[str]], wanted: Sequence[frozenset[str]]) -> FloatArray:
+    """(n, len(wanted)) share of each wanted set that each of ``sets`` contains (0 for an empty set):
+    one intersection per non-empty set (with the union of the wanted sets), then one (n, u) x (u, w)
+    product of indicators. For the canonical values, which most records have none of."""
+    out = np.zeros((len(sets), len(wanted)))
+    union = frozenset().union(*wanted)
+    if not union:
+        return out
+    column = {t: j for j, t in enumerate(union)}
+    rows: list[int] = []
+    cols: list[int] = []
+    for i, members in enumerate(sets):
+        if members:
+            for value in members & union:
+                rows.append(i)
+                cols.append(column[value])
+    if not rows:
+        return out
+    present = np.zeros((len(sets), len(union)))
+    present[rows, cols] = 1.0
+    member = np.zeros((len(union), len(wanted)))
+    for j, w in enumerate(wanted):
+        member[[column[t] for t in w], j] = 1.0
     sizes = np.array([max(len(w), 1) for w in wanted], dtype=np.float64)
     return (present @ member) / sizes
 
@@ -435,7 +476,33 @@ def _features(
     out[:, col["pref_x_goal"]] = pref * out[:, col["goal_cos"]]
     out[:, col["pref_x_goal_overlap"]] = pref * goal
     out[:, col["observation_x_result"]] = obs * out[:, col["result_cos"]]
+    if len(cands.values) == n:
+        _value_features(state, cands, out)
     return out, cos[:, 3 + c + o :]
+
+
+def _value_features(state: EncodedState, cands: Candidates, out: FloatArray) -> None:
+    """Fill the value-match columns: the share of a confirmed constraint's canonical values (dates,
+    times, amounts; :func:`retain.values.canonical_values`) that a record states, best over the
+    constraints (``value_match``); 1 for the newest candidate with the best share of some constraint
+    (``value_setter``: the record that set the current value, not an older one with an old value); the
+    share of the top subgoal's and of the last result's values."""
+    col = _COLUMN
+    wanted = [v for v in (canonical_values(t) for t in state.texts.get("constraints", ())) if v]
+    goal = canonical_values(" ".join(state.texts.get("goal", ())))
+    result = canonical_values(" ".join(state.texts.get("result", ())))
+    if not (wanted or goal or result):
+        return
+    share = _set_overlaps(cands.values, [goal, result, *wanted])  # (n, 2 + c): one pass over the candidates
+    out[:, col["goal_value_match"]] = share[:, 0]
+    out[:, col["result_value_match"]] = share[:, 1]
+    if wanted:
+        share = share[:, 2:]
+        out[:, col["value_match"]] = share.max(axis=1)
+        best = share.max(axis=0)
+        for j in np.flatnonzero(best > 0):
+            rows = np.flatnonzero(share[:, j] == best[j])
+            out[rows[np.argmax(cands.positions[rows])], col["value_setter"]] = 1.0
 
 
 _COLUMN = {name: i for i, name in enumerate(STATE_FEATURES)}
