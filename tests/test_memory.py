@@ -531,3 +531,33 @@ def test_a_single_add_names_the_field_without_a_batch_index() -> None:
     assert str(single.value).startswith("type: 'fact2' is not one of")
     with pytest.raises(InvalidInput, match=r"^item 1: type: 'fact2'"):
         m.add_many([{"content": "ok"}, {"content": "The ferry.", "type": "fact2"}], namespace="n")
+
+
+class _CommitBeforeBegin:
+    """A connection proxy that lets another connection commit just before this one's next BEGIN."""
+
+    def __init__(self, conn: Any, commit: Any) -> None:
+        self._conn, self._commit = conn, commit
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql.startswith("BEGIN") and self._commit is not None:
+            commit, self._commit = self._commit, None
+            commit()
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def test_a_commit_racing_the_begin_is_not_read_from_the_cache(tmp_path: Path) -> None:
+    path = tmp_path / "race.db"
+    with Memory(path, encoder=HashingEncoder(DIM)) as reader, Memory(path, encoder=HashingEncoder(DIM)) as writer:
+        rid = reader.add("Courier collects the piano on Friday.", namespace="move")
+        assert reader.get(rid, namespace="move").content.startswith("Courier")  # now cached by the reader
+        real = reader.store._conn
+        reader.store._conn = _CommitBeforeBegin(real, lambda: writer.delete(rid, namespace="move"))
+        try:
+            with pytest.raises(RecordNotFound):
+                reader.get(rid, namespace="move")
+        finally:
+            reader.store._conn = real

@@ -54,11 +54,21 @@ POSITIVES = [
     ("db:\n  password=hunter2\n", "hunter2", "password"),
     ("git clone https://bob:pa55w0rd@example.com/repo.git", "pa55w0rd", "password"),
     ("密码是Abc12345，别告诉别人", "Abc12345", "password"),
+    ("パスワードは Tulip#2024 です", "Tulip#2024", "password"),
+    ("暗証番号：4821、よろしく", "4821", "password"),
+    ("비밀번호는 Tulip#2024 입니다", "Tulip#2024", "password"),
+    ("Das Passwort ist Tulip#2024, bitte merken.", "Tulip#2024", "password"),
+    ("Mot de passe : Tulip#2024", "Tulip#2024", "password"),
+    ("password: Tulip#2024です", "Tulip#2024", "password"),
     ("api_key: 9f8e7d6c5b4a39281706", "9f8e7d6c5b4a39281706", "secret"),
     ("random token Zx8Qm2Lk9Pw4Rt7Yv1Nc6Bd3Hs5Jf0Ga here", "Zx8Qm2Lk9Pw4Rt7Yv1Nc6Bd3Hs5Jf0Ga", "secret"),
 ]
 
 NEGATIVES = [
+    "Passwort vergessen? Kein Problem.",
+    "パスワードを忘れました",
+    "パスワードは英数字8文字以上にしてください",
+    "Mot de passe oublié",
     "Tracking number 4111 1111 1111 1112 arrived.",  # 16 digits, Luhn-invalid, no card word
     "Reference 1234 5678 9012 3456 noted.",
     "Check-in on 2026-08-18, check-out 2026-08-21.",

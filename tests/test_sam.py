@@ -324,6 +324,7 @@ def _reference_features(
 
     from retain.record import Tier
     from retain.sam import content_terms
+    from retain.values import canonical_values
 
     def cos(e: np.ndarray, v: np.ndarray) -> float:
         return float(np.dot(e.astype(np.float64), v.astype(np.float64)))
@@ -339,6 +340,23 @@ def _reference_features(
     goal_terms = content_terms(" ".join(texts.get("goal", ())))
     result_terms = content_terms(" ".join(texts.get("result", ())))
     constraint_terms = [content_terms(c) for c in texts.get("constraints", ())]
+    constraint_values = [v for v in (canonical_values(c) for c in texts.get("constraints", ())) if v]
+    goal_values = canonical_values(" ".join(texts.get("goal", ())))
+    result_values = canonical_values(" ".join(texts.get("result", ())))
+    record_values = [canonical_values(r.content) for r in recs]
+
+    def setter(i: int) -> float:
+        """1 when record i is, for some constraint, the newest (first on ties) with the best share > 0."""
+        for wanted in constraint_values:
+            shares = [share(v, wanted) for v in record_values]
+            best = max(shares)
+            if best > 0 and shares[i] == best:
+                newest = max(positions[j] for j in range(len(recs)) if shares[j] == best)
+                first = min(j for j in range(len(recs)) if shares[j] == best and positions[j] == newest)
+                if first == i:
+                    return 1.0
+        return 0.0
+
     rows = []
     for i, r in enumerate(recs):
         e = r.embedding
@@ -388,6 +406,10 @@ def _reference_features(
             "pref_x_goal": pref * goal_cos,
             "pref_x_goal_overlap": pref * goal_share,
             "observation_x_result": obs * result_cos,
+            "value_match": max((share(record_values[i], w) for w in constraint_values), default=0.0),
+            "value_setter": setter(i),
+            "goal_value_match": share(record_values[i], goal_values),
+            "result_value_match": share(record_values[i], result_values),
         }
         rows.append([row[name] for name in STATE_FEATURES])
     return np.array(rows, dtype=np.float64).reshape(len(recs), len(STATE_FEATURES))
@@ -413,6 +435,11 @@ def _random_records(rng: np.random.Generator, n: int, enc: HashingEncoder) -> li
         "bag",
         "预算",
         "酒店",
+        "Aug 8",
+        "4,800",
+        "7am",
+        "2026-08-18",
+        "19:30",
     ]
     roles = ["user", "Tool", "assistant", "agent-7", "system", "Bob"]
     texts = [" ".join(rng.choice(words, size=5)) for _ in range(n)]
@@ -446,11 +473,16 @@ def test_state_features_match_the_per_record_reference(seed: int) -> None:
     enc = HashingEncoder(dim=DIM)
     recs = _random_records(rng, int(rng.integers(0, 40)), enc)
     words = ["budget", "hotel", "flight", "tag", "bag", "refund", "预算"]
+    words += ["Aug 18", "07:00", "4800", "2026-08-08..08-17"]  # values (retain.values)
+    odd_values: list[object] = [4800, 4.8e3, 10**40, {"nested": {"at": "19:30", "on": ["Aug 8"]}}, True, None]
     state = StateEncoder(enc).encode(
         {
             "phase": "p1",
             "subgoals": [" ".join(rng.choice(words, size=3))],
-            "constraints": {f"c{j}": " ".join(rng.choice(words, size=2)) for j in range(int(rng.integers(0, 4)))},
+            "constraints": {
+                f"c{j}": " ".join(rng.choice(words, size=2)) if rng.random() < 0.6 else odd_values[j % len(odd_values)]
+                for j in range(int(rng.integers(0, 6)))
+            },
             "last_result": " ".join(rng.choice(words, size=3)) if rng.random() < 0.7 else None,
             "open_questions": ["which tag?"] if rng.random() < 0.5 else [],
         }
@@ -516,6 +548,39 @@ def test_candidate_memo_works_out_a_changed_record_again() -> None:
         candidates_from_records([rec], vectors=np.zeros((2, DIM), np.float32))
 
 
+def test_candidate_memo_gathers_the_same_inputs_as_a_fresh_build() -> None:
+    from retain.sam import CandidateMemo
+
+    rng = np.random.default_rng(5)
+    enc = HashingEncoder(dim=DIM)
+    recs = _random_records(rng, 30, enc)
+    memo = CandidateMemo(limit=25)
+    # repeats within a call, records seen before, a memo that starts over, a call larger than the memo
+    for batch in (recs[:10] + recs[:3], recs[5:25], recs[20:] + recs[:5], recs[::-1]):
+        got = candidates_from_records(batch, memo=memo)
+        want = candidates_from_records(batch)
+        assert len(memo) <= 25
+        for name in ("types", "positions", "times", "core", "importance", "access", "role_flags"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        assert (got.phases, got.roles, got.terms) == (want.phases, want.roles, want.terms)
+        terms = [
+            {t for t, i in got.vocab.items() if i in got.term_ids[got.term_rows == row]} for row in range(len(batch))
+        ]
+        assert terms == [set(t) for t in want.terms]
+
+
+def test_content_terms_are_worked_out_on_write_unless_state_scoring_is_off() -> None:
+    from retain.sam import content_terms
+
+    text = f"walnut allergy {new_id()}"  # a text no earlier test tokenised
+    content_terms.cache_clear()
+    Memory(encoder=HashingEncoder(dim=DIM), state_scorer=False).add(text, namespace="n")
+    assert content_terms.cache_info().currsize == 0
+    Memory(encoder=HashingEncoder(dim=DIM)).add(text, namespace="n")
+    hits = content_terms.cache_info().hits
+    assert "walnut" in content_terms(text) and content_terms.cache_info().hits == hits + 1
+
+
 def test_a_write_after_a_state_search_is_seen_by_the_next_state_search() -> None:
     mem, _ = _memory_with_scorer()
     ns = "trip"
@@ -535,3 +600,38 @@ def test_a_write_after_a_state_search_is_seen_by_the_next_state_search() -> None
     assert hits[0].record.id == new_id_ and hotel not in {h.record.id for h in hits}
     mem.delete(new_id_, namespace=ns)
     assert {new_id_, hotel}.isdisjoint(h.record.id for h in mem.search("ok, continue", namespace=ns, k=3, state=state))
+
+
+def test_value_features_find_the_record_that_set_the_current_value() -> None:
+    """A constraint's value written another way ("4800" <- "4,800") is matched; of a supersede chain the
+    record stating the current value is the setter, not the older one; odd constraint values are safe."""
+    from retain.sam import state_features
+
+    enc = HashingEncoder(dim=DIM)
+    recs = _records(
+        [
+            "Money first: hard ceiling of 4,200 EUR all-in.",
+            "Also no flights leaving before 7am please.",
+            "New ceiling: 4,800 EUR, my parents chipped in.",
+            "The hotel has a pool.",
+            "Quote: 4,800 EUR for the villa, 4,200 EUR for the flat.",
+        ],
+        enc,
+    )
+    col = {name: i for i, name in enumerate(STATE_FEATURES)}
+    state = StateEncoder(enc).encode(
+        {"constraints": {"budget_eur_max": 4800, "no_departure_before": "07:00", "odd": {"deep": [[{"x": 10**30}]]}}}
+    )
+    x = state_features(state, None, candidates_from_records(recs))
+    assert x[:, col["value_match"]].tolist() == [0.0, 1.0, 1.0, 0.0, 1.0]
+    # the newest record with 4800 is the quote (position 4); the 07:00 constraint is set by record 1
+    assert x[:, col["value_setter"]].tolist() == [0.0, 1.0, 0.0, 0.0, 1.0]
+    older = StateEncoder(enc).encode({"constraints": {"budget_eur_max": 4200}, "last_result": "villa 4,800 EUR"})
+    y = state_features(older, None, candidates_from_records(recs[:4]))
+    assert y[:, col["value_setter"]].tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert y[:, col["result_value_match"]].tolist() == [0.0, 0.0, 1.0, 0.0]
+    # no value anywhere in the state: the value columns are 0
+    plain = StateEncoder(enc).encode({"constraints": {"allergy": "peanut"}, "subgoals": ["book"]})
+    z = state_features(plain, None, candidates_from_records(recs))
+    names = ["value_match", "value_setter", "goal_value_match", "result_value_match"]
+    assert not z[:, [col[n] for n in names]].any()

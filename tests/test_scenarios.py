@@ -370,6 +370,26 @@ def test_cli_eval_scenarios_writes_figures_and_probe_details(tmp_path, monkeypat
     assert 0 < len(row["top10"]) <= 10
 
 
+def test_cli_eval_scenarios_scores_every_data_path_given(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    write(first, _constraint_scenario(), "one.json")
+    other = _constraint_scenario()
+    other["id"] = "constraint-two"
+    write(second, other, "two.json")
+    out = tmp_path / "out.json"
+    args = ["eval", "scenarios", "--data", str(first), "--data", str(second / "two.json")]
+    result = CliRunner().invoke(app, [*args, "--encoder", "hashing-64", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    scored = [sc["id"] for sc in json.loads(out.read_text(encoding="utf-8"))["runs"][0]["scenarios"]]
+    assert sorted(scored) == sorted([_constraint_scenario()["id"], "constraint-two"])
+    twice = CliRunner().invoke(
+        app, ["eval", "scenarios", "--data", str(first), "--data", str(first), "--encoder", "hashing-64"]
+    )
+    assert twice.exit_code == 2 and "already used" in twice.output
+
+
 def test_cli_eval_scenarios_invalid_file_is_a_clear_error(tmp_path):
     data = _constraint_scenario()
     data["format"] = "something-else"

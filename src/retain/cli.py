@@ -17,7 +17,17 @@ from retain.basis import DEFAULT_ENCODER, Encoder, HashingEncoder, MiniLMEncoder
 from retain.cli_audit import register as register_audit
 from retain.cli_observe import register as register_observe
 from retain.cli_observe import setup_logging
-from retain.cli_options import DbOption, NamespaceOption, RawOption, StateOption, parse_state
+from retain.cli_options import (
+    PANEL_INSPECT,
+    PANEL_MEMORY,
+    PANEL_MODELS,
+    DbOption,
+    NamespaceOption,
+    RawOption,
+    StateOption,
+    parse_state,
+)
+from retain.cli_records import register as register_records
 from retain.cli_scenarios import register as register_scenarios
 from retain.cli_segments import register as register_segments
 from retain.cli_utility import register as register_utility
@@ -33,11 +43,6 @@ app = typer.Typer(
 eval_app = typer.Typer(
     help="Benchmarks: replay a data set into memory and print retrieval figures.", no_args_is_help=True
 )
-app.add_typer(eval_app, name="eval")
-register_audit(app)
-register_observe(app)
-register_utility(app)
-register_scenarios(eval_app, app)
 
 ALL_POLICIES = "fifo,lru,random,utility,knapsack,lookahead,oracle"
 
@@ -113,26 +118,53 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(code=2)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_MEMORY)
 def add(
     text: Annotated[str, typer.Argument(help="The memory text; '-' reads standard input.")],
     namespace: NamespaceOption,
     type: Annotated[str | None, typer.Option("--type", "-t", help="Memory type; inferred when omitted.")] = None,
     role: Annotated[str, typer.Option(help="Who said it.")] = "user",
     source: Annotated[str | None, typer.Option(help="Provenance, e.g. 'chat:42'.")] = None,
+    event_time: Annotated[
+        str | None, typer.Option("--event-time", help="When it happened: ISO 8601 with an offset (UTC 'Z' preferred).")
+    ] = None,
+    segment: Annotated[
+        str | None, typer.Option(help="Session / segment id (for summarize, compress, timeline).")
+    ] = None,
+    seq: Annotated[int | None, typer.Option(help="Position in its stream (>= 0).")] = None,
+    importance: Annotated[float | None, typer.Option(help="0..1; default: the utility model's prediction.")] = None,
+    pinned: Annotated[bool, typer.Option("--pinned", help="Core tier, never evicted (trusted actors only).")] = False,
+    actor: Annotated[str, typer.Option(help="Who writes it (audit log; trust).")] = "user",
+    state: StateOption = None,
     db: DbOption = None,
 ) -> None:
     """Add one memory and print its id."""
     if text == "-":
         text = sys.stdin.read().rstrip("\r\n")
     try:
+        agent_state = parse_state(state)
         with _open(db, create=True) as mem:
-            console.print(mem.add(text, namespace=namespace, type=type, role=role, source=source))
+            rid = mem.add(
+                text,
+                namespace=namespace,
+                type=type,
+                role=role,
+                source=source,
+                event_time=event_time,
+                segment=segment,
+                seq=seq,
+                importance=importance,
+                pinned=pinned,
+                actor=actor,
+                state=agent_state,
+            )
     except RetainError as exc:
         _fail(exc)
+        return
+    console.print(rid)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_MEMORY)
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     namespace: NamespaceOption,
@@ -187,7 +219,7 @@ def search(
     console.print(table)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_INSPECT)
 def export(
     namespace: NamespaceOption,
     out: Annotated[Path | None, typer.Option(help="Write to this file instead of standard output.")] = None,
@@ -216,7 +248,7 @@ def _hint_namespace(namespace: str, known: list[str]) -> None:
     typer.echo(f"note: namespace {namespace!r} holds no records; namespaces in this store: {listed}", err=True)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_INSPECT)
 def handoff(
     namespace: Annotated[str, typer.Argument(help="Namespace to summarise.")],
     out: Annotated[Path | None, typer.Option(help="Write to this file instead of standard output.")] = None,
@@ -246,7 +278,7 @@ def _emit(text: str, out: Path | None) -> None:
         console.print(f"wrote {out}")
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_INSPECT)
 def info(db: DbOption = None) -> None:
     """Show the store's location, encoder and record counts per namespace and tier."""
     try:
@@ -256,7 +288,7 @@ def info(db: DbOption = None) -> None:
         _fail(exc)
 
 
-@app.command()
+@app.command(rich_help_panel=PANEL_MODELS)
 def reembed(
     db: Annotated[Path, typer.Argument(help="Store file to re-embed.")],
     encoder: EncoderOption = "minilm",
@@ -270,7 +302,7 @@ def reembed(
     console.print(f"re-embedded {count} records with {encoder}")
 
 
-@app.command("train-fusion")
+@app.command("train-fusion", rich_help_panel=PANEL_MODELS)
 def train_fusion_cmd(
     out: Annotated[Path, typer.Option(help="Where to write the fusion model JSON.")],
     data: Annotated[Path | None, typer.Option(help="LoCoMo-format file (default: see 'retain eval locomo').")] = None,
@@ -518,7 +550,14 @@ def _cell(value: object) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+# Registered after this module's commands: ``retain --help`` lists the panels and commands in this order.
+register_observe(app)
+register_records(app)
+register_audit(app)
 register_segments(app)
+register_utility(app)
+register_scenarios(eval_app, app)
+app.add_typer(eval_app, name="eval", rich_help_panel=PANEL_MODELS)
 
 
 def main() -> None:  # pragma: no cover - console entry

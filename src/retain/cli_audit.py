@@ -13,7 +13,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from retain.audit import Snapshot, SnapshotDiff, diff, snapshot, verify_store
-from retain.cli_options import DbOption
+from retain.cli_options import PANEL_INSPECT, DbOption
 from retain.config import Settings
 from retain.errors import RetainError
 from retain.store.sqlite import SQLiteStore
@@ -25,9 +25,9 @@ audit_app = typer.Typer(help="The audit log: check that it is intact.", no_args_
 
 def register(app: typer.Typer) -> None:
     """Add ``audit verify``, ``snapshot`` and ``diff`` to ``app``."""
-    app.add_typer(audit_app, name="audit")
-    app.command("snapshot")(snapshot_command)
-    app.command("diff")(diff_command)
+    app.add_typer(audit_app, name="audit", rich_help_panel=PANEL_INSPECT)
+    app.command("snapshot", rich_help_panel=PANEL_INSPECT)(snapshot_command)
+    app.command("diff", rich_help_panel=PANEL_INSPECT)(diff_command)
 
 
 @audit_app.command("verify")

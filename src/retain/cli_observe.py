@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from retain.canary import check
-from retain.cli_options import DbOption, NamespaceOption, StateOption, parse_state
+from retain.cli_options import PANEL_INSPECT, PANEL_MEMORY, DbOption, NamespaceOption, StateOption, parse_state
 from retain.config import Settings
 from retain.context import Provenance, explain
 from retain.errors import RetainError
@@ -34,10 +34,10 @@ LOG_FORMATS = ("json", "console")
 
 def register(app: typer.Typer) -> None:
     """Add ``context``, ``explain``, ``add-canary`` and ``check`` to ``app``."""
-    app.command("context")(context_command)
-    app.command("explain")(explain_command)
-    app.command("add-canary")(add_canary_command)
-    app.command("check")(check_command)
+    app.command("context", rich_help_panel=PANEL_MEMORY)(context_command)
+    app.command("explain", rich_help_panel=PANEL_INSPECT)(explain_command)
+    app.command("add-canary", rich_help_panel=PANEL_INSPECT)(add_canary_command)
+    app.command("check", rich_help_panel=PANEL_INSPECT)(check_command)
 
 
 def setup_logging(ctx: typer.Context, log: str | None) -> None:

@@ -12,7 +12,22 @@ import typer
 from retain.errors import InvalidInput
 from retain.state import STATE_KEYS, AgentState
 
-__all__ = ["STATE_FILE_LIMIT", "DbOption", "NamespaceOption", "RawOption", "StateOption", "parse_state"]
+__all__ = [
+    "PANEL_INSPECT",
+    "PANEL_MEMORY",
+    "PANEL_MODELS",
+    "STATE_FILE_LIMIT",
+    "DbOption",
+    "NamespaceOption",
+    "RawOption",
+    "StateOption",
+    "parse_state",
+]
+
+PANEL_MEMORY = "Memory"
+PANEL_INSPECT = "Inspect, audit and share"
+PANEL_MODELS = "Models and benchmarks"
+"""Headings under which ``retain --help`` groups the commands."""
 
 STATE_FILE_LIMIT = 1 << 20
 """Largest ``--state`` value read (bytes of the file or of the UTF-8 argument): 1 MiB."""

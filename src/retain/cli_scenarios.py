@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from retain.cli_options import PANEL_MODELS
 from retain.config import Settings
 from retain.errors import RetainError
 
@@ -29,8 +30,8 @@ def register(eval_app: typer.Typer, app: typer.Typer | None = None) -> None:
     """Add ``scenarios`` to the ``eval`` group and ``trace`` to ``app``."""
     eval_app.command("scenarios")(eval_scenarios)
     if app is not None:
-        app.command("trace")(trace)
-        app.command("train-sam")(train_sam)
+        app.command("trace", rich_help_panel=PANEL_MODELS)(trace)
+        app.command("train-sam", rich_help_panel=PANEL_MODELS)(train_sam)
 
 
 def _parse_budgets(budget: str | None) -> list[int]:
@@ -53,8 +54,10 @@ def _cell(value: Any) -> str:
 
 def eval_scenarios(
     data: Annotated[
-        Path | None,
-        typer.Option(help="A retain-scenario/1 JSON file or a folder of them; default $RETAIN_SCENARIOS."),
+        list[Path] | None,
+        typer.Option(
+            help="A retain-scenario/1 JSON file or a folder of them (repeat for several); default $RETAIN_SCENARIOS."
+        ),
     ] = None,
     budget: Annotated[
         str | None, typer.Option(help="Also run with these hot-memory capacities, in records, e.g. 10,20,40.")
@@ -78,14 +81,16 @@ def eval_scenarios(
     names = [r.strip() for r in retriever.split(",") if r.strip()]
     if policy not in BUDGET_POLICIES:
         raise typer.BadParameter(f"--policy: {policy!r} is not one of {sorted(BUDGET_POLICIES)}")
-    path = data if data is not None else Settings.from_env().scenarios_path
-    if path is None:
+    default = Settings.from_env().scenarios_path
+    paths = data or ([default] if default is not None else [])
+    if not paths:
         raise typer.BadParameter("--data: give a scenario file or folder (or set $RETAIN_SCENARIOS)")
+    where = ", ".join(map(str, paths))
     try:
-        scenarios = load_scenarios(path)
+        scenarios = load_scenarios(paths)
         enc = make_encoder(encoder)
-        err_console.print(f"scenarios: {path} ({len(scenarios)} files), encoder {enc.name}")
-        result = run_scenarios(scenarios, enc, budgets=budgets, retrievers=names, policy=policy, dataset=str(path))
+        err_console.print(f"scenarios: {where} ({len(scenarios)} files), encoder {enc.name}")
+        result = run_scenarios(scenarios, enc, budgets=budgets, retrievers=names, policy=policy, dataset=where)
     except RetainError as exc:
         err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(code=2) from exc

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from retain.cli_options import DbOption, NamespaceOption
+from retain.cli_options import PANEL_MEMORY, DbOption, NamespaceOption
 from retain.errors import RetainError
 
 __all__ = ["register"]
@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
     """Add ``summarize`` and ``compress`` to ``app``."""
     from retain.cli import _fail, _open
 
-    @app.command("summarize")
+    @app.command("summarize", rich_help_panel=PANEL_MEMORY)
     def summarize_cmd(
         segment: Annotated[str, typer.Argument(help="Segment (session) id, as given to add.")],
         namespace: NamespaceOption,
@@ -45,7 +45,7 @@ def register(app: typer.Typer) -> None:
         _console.print(rec.id)
         _console.print(rec.content, markup=False)
 
-    @app.command("compress")
+    @app.command("compress", rich_help_panel=PANEL_MEMORY)
     def compress_cmd(
         segment: Annotated[str, typer.Argument(help="Segment (session) id, as given to add.")],
         namespace: NamespaceOption,

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from retain.cli_options import PANEL_MODELS
 from retain.errors import RetainError
 
 __all__ = ["SHARES", "beam_chat_dirs", "loco_table", "register"]
@@ -53,7 +54,7 @@ def beam_chat_dirs(path: Path) -> list[Path]:
 def register(app: typer.Typer) -> None:
     """Add the ``train-utility`` command to ``app``."""
 
-    @app.command("train-utility")
+    @app.command("train-utility", rich_help_panel=PANEL_MODELS)
     def train_utility_cmd(
         out: Annotated[Path, typer.Option(help="Where to write the utility model JSON.")],
         data: Annotated[

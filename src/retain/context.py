@@ -48,6 +48,7 @@ from retain.store.base import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance,
 
 if TYPE_CHECKING:
     from retain.memory import Memory
+    from retain.retrieve import Hit
 
 __all__ = [
     "LEFT_OUT_REASONS",
@@ -289,19 +290,7 @@ def pack(
             f"tokens, budget_tokens is {budget_tokens}; nothing was packed"
         )
     by_id = {h.record.id: h for h in candidates}
-    items = [
-        ContextItem(
-            record_id=r.id,
-            why="hard_constraint",
-            tokens=tokens[r.id],
-            score=by_id[r.id].score if r.id in by_id else None,
-            scores=dict(by_id[r.id].scores) if r.id in by_id else {},
-            rank=by_id[r.id].rank if r.id in by_id else None,
-            source=r.source,
-            type=r.type.value,
-        )
-        for r in mandatory
-    ]
+    items = [_item(r, "hard_constraint", tokens[r.id], by_id.get(r.id)) for r in mandatory]
     held = {r.content_hash: r.id for r in mandatory}
     lines = [render_line(r) for r in mandatory]
     used = need
@@ -317,18 +306,7 @@ def pack(
         packed.add(rec.id)
         held[rec.content_hash] = rec.id
         lines.append(render_line(rec))
-        items.append(
-            ContextItem(
-                record_id=rec.id,
-                why="working",
-                tokens=tokens[rec.id],
-                score=None,
-                scores={},
-                rank=None,
-                source=rec.source,
-                type=rec.type.value,
-            )
-        )
+        items.append(_item(rec, "working", tokens[rec.id], None))
     left_working = {x.record_id for x in left}
     for hit in candidates:
         rec = hit.record
@@ -351,18 +329,7 @@ def pack(
             used += tokens[rec.id]
             held[rec.content_hash] = rec.id
             lines.append(render_line(rec))
-            items.append(
-                ContextItem(
-                    record_id=rec.id,
-                    why="retrieved",
-                    tokens=tokens[rec.id],
-                    score=hit.score,
-                    scores=dict(hit.scores),
-                    rank=hit.rank,
-                    source=rec.source,
-                    type=rec.type.value,
-                )
-            )
+            items.append(_item(rec, "retrieved", tokens[rec.id], hit))
     provenance = Provenance(
         id=new_id(),
         namespace=namespace,
@@ -452,3 +419,17 @@ def _left_dict(item: LeftOut) -> dict[str, Any]:
         "tokens": item.tokens,
         "detail": item.detail,
     }
+
+
+def _item(record: MemoryRecord, why: str, tokens: int, hit: Hit | None) -> ContextItem:
+    """The provenance entry of ``record`` packed for reason ``why`` (with its search scores when it was a hit)."""
+    return ContextItem(
+        record_id=record.id,
+        why=why,
+        tokens=tokens,
+        score=hit.score if hit is not None else None,
+        scores=dict(hit.scores) if hit is not None else {},
+        rank=hit.rank if hit is not None else None,
+        source=record.source,
+        type=record.type.value,
+    )

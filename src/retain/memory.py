@@ -56,7 +56,7 @@ from retain.retrieve import (
     relation_query,
     rrf,
 )
-from retain.sam import PHASE_KEY, CandidateMemo, Candidates, StateScorer, candidates_from_records
+from retain.sam import PHASE_KEY, CandidateMemo, Candidates, StateScorer, candidates_from_records, content_terms
 from retain.segments import drop_index_summaries, is_index_summary
 from retain.state import AgentState, StateEncoder
 from retain.store.base import (
@@ -485,6 +485,9 @@ class Memory:
             except BaseException:
                 self._hot.pop(namespace, None)
                 raise
+            if self._state_scorer is not False:  # the state scorer's term features, memoised by text, worked
+                for r in fresh:  # out once here rather than by the first search with a state that reads r
+                    content_terms(r.content)
         elif edges:  # every item was already held: only its derived_from edges are new
             self.store.put([], edges=edges)
         return ids

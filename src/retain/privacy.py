@@ -27,7 +27,8 @@ placeholder is what :func:`redact` writes):
   (to the END line, or to the end of the text when there is none).
 - ``password`` -> ``[PASSWORD]``: ``detect-secrets`` BasicAuthDetector (``://user:pass@``) and
   KeywordDetector on password names (``password=...``, ``db_pass: ...``); prose ("my password is
-  X", "password X", "PIN: X", 密码 X).
+  X", "password X", "PIN: X", "Passwort: X", "mot de passe : X", "senha X", 密码 X, パスワードは X,
+  暗証番号 X, 비밀번호는 X). A value ends where CJK, kana, hangul or full-width text starts.
 - ``cvv`` -> ``[CVV]``: 3-4 digits right after CVV / CVC / CSC / security code / 安全码.
 - ``passport`` -> ``[PASSPORT]``: 6-9 digits (up to two letters first) after "passport" / 护照.
 - ``username`` -> ``[USERNAME]``: an identifier-shaped login name (a digit, ``.``, ``_`` or
@@ -431,14 +432,30 @@ def _phones(text: str) -> Iterator[Finding]:
 _PREFIXES = tuple((name, needle, re.compile(rf"(?<![0-9A-Za-z_-]){pattern}")) for name, needle, pattern in KEY_PREFIXES)
 _BEARER = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/-]{20,}=*)")
 _PASSWORD_PROSE = re.compile(
-    r"\b(?:password|passwd|passcode|passphrase|pwd|pin)\b(?:[ \t]+(?:is|was))?[ \t]*[:=：]?[ \t]*([!-~]{4,})"
-    r"|(?:密码|口令)(?:是|为)?[ \t:：]{0,3}([!-~]{4,})",
+    r"\b(?:password|passwd|passcode|passphrase|pwd|pin|passwort|kennwort|mot de passe|senha|wachtwoord)\b"
+    r"(?:[ \t]+(?:is|was|ist|est|é))?[ \t]*[:=：]?[ \t]*([!-~]{4,})"
+    r"|(?:密码|口令|パスワード|暗証番号|비밀번호)(?:是|为|は|는|은)?[ \t:：]{0,3}([!-~]{4,})",
     _I,
 )
 _PASSWORD_NAME = re.compile(r"pass|pwd|contrase", _I)
 # Lower-case literals, one of which every KeywordDetector name (resp. prose cue) contains.
 _KEYWORD_NEEDLES = ("key", "pass", "pwd", "secret", "contras")
-_PROSE_NEEDLES = ("pass", "pwd", "pin", "密码", "口令")
+_PROSE_NEEDLES = (
+    "pass",
+    "pwd",
+    "pin",
+    "kennwort",
+    "senha",
+    "wachtwoord",
+    "密码",
+    "口令",
+    "パスワード",
+    "暗証番号",
+    "비밀번호",
+)
+# CJK, kana, hangul and full-width forms: a password value written against them ends where they start
+# ("password: Tulip#2024です" covers "Tulip#2024" only).
+_CJK_START = re.compile(r"[\u3000-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 _TRAILING_PUNCT = ".,;:)]}'\"`"
 _EDGE_PUNCT = ".,;:!?*_'\"`"
 _INDIRECT = re.compile(r"[\[\]({<>}]|\$\w")  # a call, an index, markup, a template or a variable
@@ -548,7 +565,8 @@ def _passwords(text: str) -> Iterator[Finding]:
             if not any(needle in line.lower() for needle in _KEYWORD_NEEDLES):
                 continue
             for raw in detector.analyze_string(line, denylist_regex_to_group=regex_map):
-                value = raw.strip().split()[0].rstrip(_TRAILING_PUNCT) if raw.strip() else ""
+                value = raw.strip().split()[0] if raw.strip() else ""
+                value = _CJK_START.split(value, maxsplit=1)[0].rstrip(_TRAILING_PUNCT)
                 if not _looks_like_secret(value):
                     continue
                 for start, end in _located(line, value):

@@ -13,8 +13,10 @@ For a candidate memory m with embedding e (L2-normalised, (d,) float32) and an e
 ``x(S, m)`` are cheap state features (:data:`STATE_FEATURES`): plain cosines of e to each state part,
 recency in stream positions and in event time (exponential decay, configurable half-life), whether m
 was written in the current phase, observations of an earlier phase (suppression), the core tier,
-importance and use. ``content_score`` is the learned fusion of :mod:`retain.retrieve`. ``s_phase`` is
-the phase name's embedding plus a learned vector for phases seen in training (none for unseen ones:
+importance and use, and value match (the share of a constraint's, the subgoal's or the last result's
+dates, times and amounts, :func:`retain.values.canonical_values`, that m states; whether m is the newest
+candidate stating a constraint's value). ``content_score`` is the learned fusion of :mod:`retain.retrieve`.
+``s_phase`` is the phase name's embedding plus a learned vector for phases seen in training (none for unseen ones:
 the hit breakdown then says ``phase_known = 0``). All parameters are fitted by
 :func:`train_state_scorer` on (state, needed memory) pairs from scenario files (a listwise softmax
 loss, Adam, L2 penalty) and evaluated on scenario files they were not fitted on.
@@ -42,6 +44,7 @@ from retain.kernels import blocked_product
 from retain.lexical import STOPWORDS, index_terms
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.state import EncodedState
+from retain.values import canonical_values
 
 __all__ = [
     "DEFAULT_HALF_LIFE_S",
@@ -83,6 +86,10 @@ STATE_FEATURES: tuple[str, ...] = (
     "pref_x_goal",
     "pref_x_goal_overlap",
     "observation_x_result",
+    "value_match",
+    "value_setter",
+    "goal_value_match",
+    "result_value_match",
 )
 TYPES: tuple[MemoryType, ...] = tuple(MemoryType)
 _TYPE_INDEX = {t: i for i, t in enumerate(TYPES)}
@@ -105,11 +112,18 @@ class Candidates:
         positions: (n,) float64 stream position (``seq``, else arrival order); higher = later.
         times: (n,) float64 event time (POSIX seconds, UTC) or NaN when unknown.
         phases: phase each record was written in (None when unknown).
+        phase_ids: (n,) intp, each phase's id in ``phase_vocab`` (phase name -> id; -1 when unknown).
         roles: each record's role (who produced it).
         terms: each record's content terms (:func:`retain.lexical.index_terms` minus stop words).
         core, importance, access: (n,) float64.
         newest_position, newest_time: of the whole namespace (not only the candidates).
         vectors64: (n, d) float64, ``vectors`` widened once for the scorer's products.
+        role_flags: (n, 3) float64 (user, tool, agent) indicators of each role.
+        term_ids, term_rows: (m,) intp, the terms of every candidate as one list: term ``term_ids[j]``
+            (an id in ``vocab``) is in candidate ``term_rows[j]``'s terms.
+        vocab: term -> id (may hold terms no candidate has).
+        values: each record's canonical dates, times and amounts (:func:`retain.values.canonical_values`);
+            empty when not worked out (the value-match features are then 0).
     """
 
     vectors: npt.NDArray[np.float32]
@@ -117,6 +131,8 @@ class Candidates:
     positions: FloatArray
     times: FloatArray
     phases: tuple[str | None, ...]
+    phase_ids: npt.NDArray[np.intp]
+    phase_vocab: Mapping[str, int]
     roles: tuple[str, ...]
     terms: tuple[frozenset[str], ...]
     core: FloatArray
@@ -125,11 +141,16 @@ class Candidates:
     newest_position: float
     newest_time: float
     vectors64: FloatArray
+    role_flags: FloatArray
+    term_ids: npt.NDArray[np.intp]
+    term_rows: npt.NDArray[np.intp]
+    vocab: Mapping[str, int]
+    values: tuple[frozenset[str], ...] = ()
 
 
-_Row = tuple[tuple[float, float, float, float, float, float], str | None, str, frozenset[str]]
+_Row = tuple[tuple[float, float, float, float, float, float], str | None, str, frozenset[str], frozenset[str]]
 """One record's inputs: (seq or NaN, event time or NaN, type index, core, importance, log1p(access)),
-phase, role, content terms."""
+phase, role, content terms, canonical values."""
 
 
 def _row(r: MemoryRecord) -> _Row:
@@ -141,13 +162,16 @@ def _row(r: MemoryRecord) -> _Row:
         float(r.importance),
         math.log1p(r.access_count),
     )
-    return numeric, _phase_of(r), r.role, content_terms(r.content)
+    return numeric, _phase_of(r), r.role, content_terms(r.content), canonical_values(r.content)
 
 
 class CandidateMemo:
-    """Memo of each record's :class:`Candidates` inputs, by record id, for as long as the very same
-    record object comes back (records are immutable; a store that re-reads a changed record hands out a
-    new object, which is worked out again). Holds at most ``limit`` records, then starts over.
+    """Each record's :class:`Candidates` inputs, kept in growing arrays (one row per record), for as
+    long as the very same record object comes back (records are immutable; a store that re-reads a
+    changed record hands out a new object, which gets a new row). A search's candidates are then
+    gathered from those arrays by row number, with no work per record but one dictionary lookup.
+    Holds at most ``limit`` rows, then starts over; a call with more than ``limit`` records is worked
+    out without the memo.
 
     Raises:
         InvalidInput: ``limit`` < 1.
@@ -157,23 +181,92 @@ class CandidateMemo:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidInput(f"limit: must be an int >= 1, got {limit!r}")
         self._limit = limit
-        self._rows: dict[str, tuple[MemoryRecord, _Row]] = {}
+        self._clear()
+
+    def _clear(self) -> None:
+        self._slots: dict[int, int] = {}  # id(record) -> row; _held keeps each record alive, so ids stay unique
+        self._held: list[MemoryRecord] = []
+        self._n = 0
+        self.numeric = np.zeros((0, 6))
+        self.role_flags = np.zeros((0, 3))
+        self.has_vector = np.zeros(0, dtype=bool)
+        self.phases = np.zeros(0, dtype=object)
+        self.phase_ids = np.zeros(0, dtype=np.intp)
+        self.phase_vocab: dict[str, int] = {}
+        self.roles = np.zeros(0, dtype=object)
+        self.terms = np.zeros(0, dtype=object)
+        self.values = np.zeros(0, dtype=object)
+        self.term_start = np.zeros(0, dtype=np.intp)
+        self.term_count = np.zeros(0, dtype=np.intp)
+        self.term_flat = np.zeros(0, dtype=np.intp)
+        self._flat_used = 0
+        self.vocab: dict[str, int] = {}
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._n
 
-    def rows(self, records: Sequence[MemoryRecord]) -> list[_Row]:
-        """Each record's inputs, in order (worked out for records not seen as that object before)."""
-        memo = self._rows
-        out: list[_Row] = []
-        for r in records:
-            hit = memo.get(r.id)
-            if hit is None or hit[0] is not r:
-                if len(memo) >= self._limit:
-                    memo.clear()
-                hit = memo[r.id] = (r, _row(r))
-            out.append(hit[1])
-        return out
+    def slots(self, records: Sequence[MemoryRecord]) -> npt.NDArray[np.intp] | None:
+        """Each record's row (worked out for records not seen as that object before); None when
+        ``records`` are more than the memo holds."""
+        out = list(map(self._slots.get, map(id, records)))
+        missing = [i for i, row in enumerate(out) if row is None]
+        if not missing:
+            return np.array(out, dtype=np.intp)
+        if self._n + len(missing) > self._limit:
+            if len(records) > self._limit:
+                return None
+            self._clear()
+            missing = list(range(len(records)))
+        new: dict[int, MemoryRecord] = {}  # a record listed twice gets one row
+        for i in missing:
+            new.setdefault(id(records[i]), records[i])
+        self._append(list(new.values()))
+        slots = self._slots
+        for i in missing:
+            out[i] = slots[id(records[i])]
+        return np.array(out, dtype=np.intp)
+
+    def _append(self, records: list[MemoryRecord]) -> None:
+        """Give each of ``records`` (none held yet) a row: its inputs worked out and stored in bulk."""
+        start, k = self._n, len(records)
+        need = start + k
+        if need > len(self.numeric):
+            cap = max(need, 2 * len(self.numeric), 64)
+            names = ("numeric", "role_flags", "has_vector", "phases", "phase_ids", "roles", "terms", "values")
+            for name in (*names, "term_start", "term_count"):
+                old = getattr(self, name)
+                grown = np.zeros((cap, *old.shape[1:]), dtype=old.dtype)
+                grown[:start] = old[:start]
+                setattr(self, name, grown)
+        rows = [_row(r) for r in records]
+        end = slice(start, need)
+        self.numeric[end] = [row[0] for row in rows]
+        phases = [row[1] for row in rows]
+        roles = [row[2] for row in rows]
+        terms = [row[3] for row in rows]
+        values = [row[4] for row in rows]
+        self.role_flags[end] = [_role_flags(role) for role in roles]
+        self.has_vector[end] = [r.embedding is not None for r in records]
+        for j in range(k):  # element by element: numpy would read a frozenset as a sequence
+            self.phases[start + j], self.roles[start + j], self.terms[start + j] = phases[j], roles[j], terms[j]
+            self.values[start + j] = values[j]
+        pv = self.phase_vocab
+        self.phase_ids[end] = [-1 if p is None else pv.setdefault(p, len(pv)) for p in phases]
+        vocab = self.vocab
+        ids = [vocab.setdefault(t, len(vocab)) for ts in terms for t in ts]
+        used = self._flat_used
+        if used + len(ids) > len(self.term_flat):
+            grown = np.zeros(max(2 * len(self.term_flat), used + len(ids), 256), dtype=np.intp)
+            grown[:used] = self.term_flat[:used]
+            self.term_flat = grown
+        self.term_flat[used : used + len(ids)] = ids
+        counts = np.array([len(ts) for ts in terms], dtype=np.intp)
+        self.term_count[end] = counts
+        self.term_start[end] = used + np.cumsum(counts) - counts
+        self._flat_used = used + len(ids)
+        self._slots.update((id(r), start + j) for j, r in enumerate(records))
+        self._held.extend(records)
+        self._n = need
 
 
 def candidates_from_records(
@@ -194,7 +287,12 @@ def candidates_from_records(
             not (len(records), d).
     """
     n = len(records)
-    if any(r.embedding is None for r in records):
+    rows = memo.slots(records) if memo is not None else None
+    if memo is None or rows is None:
+        memo = CandidateMemo(limit=max(1, n))
+        rows = memo.slots(records)
+        assert rows is not None  # a memo of len(records) rows holds them all
+    if not memo.has_vector[rows].all():
         raise InvalidInput("candidates: every record needs an embedding, all of one width")
     if vectors is None:
         try:
@@ -204,19 +302,23 @@ def candidates_from_records(
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[0] != n:
         raise InvalidInput(f"vectors: expected ({n}, d) float32, got shape {vectors.shape}")
-    rows = memo.rows(records) if memo is not None else [_row(r) for r in records]
-    numeric = np.array([row[0] for row in rows], dtype=np.float64).reshape(n, 6)
+    numeric = memo.numeric[rows]
     positions = np.where(np.isnan(numeric[:, 0]), np.arange(n, dtype=np.float64), numeric[:, 0])
     times = numeric[:, 1].copy()
     known = times[~np.isnan(times)]
+    counts = memo.term_count[rows]
+    firsts = np.cumsum(counts) - counts  # where each candidate's terms start in term_ids
+    at = np.arange(int(counts.sum()), dtype=np.intp) + np.repeat(memo.term_start[rows] - firsts, counts)
     return Candidates(
         vectors=vectors,
         types=numeric[:, 2].astype(np.intp),
         positions=positions,
         times=times,
-        phases=tuple(row[1] for row in rows),
-        roles=tuple(row[2] for row in rows),
-        terms=tuple(row[3] for row in rows),
+        phases=tuple(memo.phases[rows]),
+        phase_ids=memo.phase_ids[rows],
+        phase_vocab=memo.phase_vocab,
+        roles=tuple(memo.roles[rows]),
+        terms=tuple(memo.terms[rows]),
         core=numeric[:, 3].copy(),
         importance=numeric[:, 4].copy(),
         access=numeric[:, 5].copy(),
@@ -225,6 +327,11 @@ def candidates_from_records(
             newest_time.timestamp() if newest_time is not None else float(known.max()) if known.size else math.nan
         ),
         vectors64=vectors.astype(np.float64),
+        role_flags=memo.role_flags[rows],
+        term_ids=memo.term_flat[at],
+        term_rows=np.repeat(np.arange(n, dtype=np.intp), counts),
+        vocab=memo.vocab,
+        values=tuple(memo.values[rows]),
     )
 
 
@@ -235,23 +342,48 @@ def content_terms(text: str) -> frozenset[str]:
     return frozenset(t for t in index_terms(text) if t not in STOPWORDS and len(t) > 1)
 
 
-def _overlaps(terms: Sequence[frozenset[str]], wanted: Sequence[frozenset[str]]) -> FloatArray:
+def _overlaps(cands: Candidates, wanted: Sequence[frozenset[str]]) -> FloatArray:
     """(n, len(wanted)) share of each wanted term set that each candidate contains (0 for an empty set).
 
-    One set intersection per candidate (with the union of the wanted sets), then one (n, u) x (u, w)
-    product of term indicators, instead of n x w intersections."""
-    out = np.zeros((len(terms), len(wanted)))
+    The candidates' terms are one list of term ids (:attr:`Candidates.term_ids`); the entries that
+    are wanted terms become an (n, u) indicator matrix, then one (n, u) x (u, w) product with each
+    wanted set's members, instead of n x w set intersections."""
+    n = len(cands.terms)
+    out = np.zeros((n, len(wanted)))
     union = frozenset().union(*wanted)
-    if not union or not len(terms):
+    vocab = cands.vocab
+    known = np.array(sorted({vocab[t] for t in union if t in vocab}), dtype=np.intp)
+    if not known.size or not n:
+        return out
+    hit = np.isin(cands.term_ids, known)
+    present = np.zeros((n, len(known)))
+    present[cands.term_rows[hit], np.searchsorted(known, cands.term_ids[hit])] = 1.0
+    member = np.zeros((len(known), len(wanted)))
+    for j, w in enumerate(wanted):
+        member[np.searchsorted(known, [vocab[t] for t in w if t in vocab]), j] = 1.0
+    sizes = np.array([max(len(w), 1) for w in wanted], dtype=np.float64)
+    return (present @ member) / sizes
+
+
+def _set_overlaps(sets: Sequence[frozenset[str]], wanted: Sequence[frozenset[str]]) -> FloatArray:
+    """(n, len(wanted)) share of each wanted set that each of ``sets`` contains (0 for an empty set):
+    one intersection per non-empty set (with the union of the wanted sets), then one (n, u) x (u, w)
+    product of indicators. For the canonical values, which most records have none of."""
+    out = np.zeros((len(sets), len(wanted)))
+    union = frozenset().union(*wanted)
+    if not union:
         return out
     column = {t: j for j, t in enumerate(union)}
     rows: list[int] = []
     cols: list[int] = []
-    for i, t in enumerate(terms):
-        for term in t & union:
-            rows.append(i)
-            cols.append(column[term])
-    present = np.zeros((len(terms), len(union)))
+    for i, members in enumerate(sets):
+        if members:
+            for value in members & union:
+                rows.append(i)
+                cols.append(column[value])
+    if not rows:
+        return out
+    present = np.zeros((len(sets), len(union)))
     present[rows, cols] = 1.0
     member = np.zeros((len(union), len(wanted)))
     for j, w in enumerate(wanted):
@@ -303,7 +435,9 @@ def _features(
     else:
         out[:, col["time_decay"]] = 0.5
     if phase:
-        same = np.array([1.0 if p == phase else 0.0 if p else 0.5 for p in cands.phases])
+        same = np.where(
+            cands.phase_ids == cands.phase_vocab.get(phase, -2), 1.0, np.where(cands.phase_ids < 0, 0.5, 0.0)
+        )
         out[:, col["same_phase"]] = same
         obs = cands.types == TYPES.index(MemoryType.OBSERVATION)
         out[:, col["earlier_phase_observation"]] = obs & (same == 0.0)
@@ -321,14 +455,14 @@ def _features(
     rank[order] = np.arange(n) - group_start
     out[:, col["newest_of_type"]] = (rank == 0).astype(np.float64)
     out[:, col["log_type_rank"]] = np.log1p(rank)
-    out[:, [col["role_user"], col["role_tool"], col["role_agent"]]] = [_role_flags(r) for r in cands.roles]
+    out[:, [col["role_user"], col["role_tool"], col["role_agent"]]] = cands.role_flags
     constraint_terms = [content_terms(t) for t in state.texts.get("constraints", ())]
     wanted = [
         content_terms(" ".join(state.texts.get("goal", ()))),
         content_terms(" ".join(state.texts.get("result", ()))),
         *constraint_terms,
     ]
-    overlap = _overlaps(cands.terms, wanted)
+    overlap = _overlaps(cands, wanted)
     goal = overlap[:, 0]
     out[:, col["goal_overlap"]] = goal
     out[:, col["result_overlap"]] = overlap[:, 1]
@@ -342,7 +476,33 @@ def _features(
     out[:, col["pref_x_goal"]] = pref * out[:, col["goal_cos"]]
     out[:, col["pref_x_goal_overlap"]] = pref * goal
     out[:, col["observation_x_result"]] = obs * out[:, col["result_cos"]]
+    if len(cands.values) == n:
+        _value_features(state, cands, out)
     return out, cos[:, 3 + c + o :]
+
+
+def _value_features(state: EncodedState, cands: Candidates, out: FloatArray) -> None:
+    """Fill the value-match columns: the share of a confirmed constraint's canonical values (dates,
+    times, amounts; :func:`retain.values.canonical_values`) that a record states, best over the
+    constraints (``value_match``); 1 for the newest candidate with the best share of some constraint
+    (``value_setter``: the record that set the current value, not an older one with an old value); the
+    share of the top subgoal's and of the last result's values."""
+    col = _COLUMN
+    wanted = [v for v in (canonical_values(t) for t in state.texts.get("constraints", ())) if v]
+    goal = canonical_values(" ".join(state.texts.get("goal", ())))
+    result = canonical_values(" ".join(state.texts.get("result", ())))
+    if not (wanted or goal or result):
+        return
+    share = _set_overlaps(cands.values, [goal, result, *wanted])  # (n, 2 + c): one pass over the candidates
+    out[:, col["goal_value_match"]] = share[:, 0]
+    out[:, col["result_value_match"]] = share[:, 1]
+    if wanted:
+        share = share[:, 2:]
+        out[:, col["value_match"]] = share.max(axis=1)
+        best = share.max(axis=0)
+        for j in np.flatnonzero(best > 0):
+            rows = np.flatnonzero(share[:, j] == best[j])
+            out[rows[np.argmax(cands.positions[rows])], col["value_setter"]] = 1.0
 
 
 _COLUMN = {name: i for i, name in enumerate(STATE_FEATURES)}

@@ -466,6 +466,37 @@ def test_sqlite_caches_see_commits_of_another_connection(tmp_path: Path) -> None
     b.close()
 
 
+def test_sqlite_index_kept_up_to_date_by_writes_equals_a_rebuilt_one() -> None:
+    store = SQLiteStore()
+    store.setup()
+    first = [make("ns", f"first {i}", seq=i, segment="s1") for i in range(6)]
+    store.put(first)
+    store.search_vector("ns", unit(1))  # the index is cached from here on
+    bare = MemoryRecord(id=new_id(), namespace="ns", content="no embedding", embedding=None)
+    store.put([make("ns", "later", seq=9, event_time=T0), bare])  # inserts: appended
+    store.put(
+        [
+            first[1].evolve(tier=Tier.ARCHIVE, superseded_by=first[2].id, event_time=T0 + timedelta(days=1)),
+            first[3].evolve(embedding=unit(99), segment="s2", type=MemoryType.GOAL),
+            make("other", "another namespace", seed=5),
+        ]
+    )  # updates in place, and a namespace with no cached index
+    kept = store._cache["ns"]  # type: ignore[attr-defined]
+    found = [h.id for h in store.search_vector("ns", unit(99), limit=3)]
+    recent = store.list_ids("ns", RecordFilter(), order="recent")
+    store._cache.clear()  # type: ignore[attr-defined]
+    rebuilt = store._index("ns")  # type: ignore[attr-defined]
+    for name in ("ids", "has_vector", "types", "tiers", "segments", "current"):
+        assert getattr(kept, name).tolist() == getattr(rebuilt, name).tolist(), name
+    for name in ("matrix", "seqs", "event_us"):
+        np.testing.assert_array_equal(getattr(kept, name), getattr(rebuilt, name), err_msg=name)
+    assert found == [h.id for h in store.search_vector("ns", unit(99), limit=3)] and found[0] == first[3].id
+    assert recent == store.list_ids("ns", RecordFilter(), order="recent")
+    assert first[1].id not in recent  # superseded and archived: not in the default filter
+    store.put([first[0].evolve(embedding=unit(1, dim=DIM + 1))])  # another width: the index is dropped
+    assert "ns" not in store._cache  # type: ignore[attr-defined]
+
+
 # --- namespaces ------------------------------------------------------------------------------
 
 

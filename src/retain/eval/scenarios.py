@@ -21,7 +21,7 @@ Terse probes: :func:`retain.lexical.is_terse` (see :data:`retain.lexical.TERSE_F
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -286,22 +286,29 @@ def load_scenario(path: str | Path) -> Scenario:
     return _parse(data, str(p), p)
 
 
-def load_scenarios(path: str | Path) -> list[Scenario]:
-    """Load one scenario file, or every ``*.json`` file of a folder (sorted by file name).
+def load_scenarios(path: str | Path | Sequence[str | Path]) -> list[Scenario]:
+    """Load one scenario file, or every ``*.json`` file of a folder (sorted by file name); given several
+    paths, each in turn.
 
     Raises:
-        InvalidInput: no such file or folder, a folder without ``*.json`` files, any invalid
+        InvalidInput: no path, no such file or folder, a folder without ``*.json`` files, any invalid
             file (see :func:`load_scenario`), or two files with the same scenario ``id``.
     """
-    p = Path(path)
-    if p.is_dir():
-        files = sorted(p.glob("*.json"))
-        if not files:
-            raise InvalidInput(f"{p}: no *.json scenario files in this folder")
-    elif p.is_file():
-        files = [p]
-    else:
-        raise InvalidInput(f"{p}: no such scenario file or folder")
+    paths = [path] if isinstance(path, str | Path) else list(path)
+    if not paths:
+        raise InvalidInput("scenarios: give at least one scenario file or folder")
+    files: list[Path] = []
+    for given in paths:
+        p = Path(given)
+        if p.is_dir():
+            found = sorted(p.glob("*.json"))
+            if not found:
+                raise InvalidInput(f"{p}: no *.json scenario files in this folder")
+            files += found
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise InvalidInput(f"{p}: no such scenario file or folder")
     scenarios = [load_scenario(f) for f in files]
     seen: dict[str, Path | None] = {}
     for s in scenarios:

@@ -6,8 +6,9 @@
 * Lexical channel: FTS5 (``porter unicode61``) over :func:`retain.lexical.index_terms`, so CJK text
   is indexed as character bigrams; score = -bm25() (higher = more relevant).
 * Dense channel: embeddings as float32 blobs; exact cosine by a numpy scan over a per-namespace
-  matrix cached in memory (with every record's filter columns, in write order) and invalidated by
-  local writes and by ``PRAGMA data_version`` (commits from other connections or processes).
+  matrix cached in memory (with every record's filter columns, in write order). Local writes bring it
+  up to date (new records appended, a few updated ones changed in place); deletes, larger updates and
+  ``PRAGMA data_version`` (commits from other connections or processes) drop it.
   :class:`MultiVectorSearch` answers several query vectors with one product over that matrix.
 * Decoded records are cached per namespace and id: a write drops the ids it wrote (a delete, the
   namespace), a rolled-back write or another connection's commit drops everything. Records handed
@@ -72,6 +73,8 @@ _IN_CHUNK = 500
 """Ids per ``IN (...)`` query (well under SQLite's bound-parameter limit)."""
 _MASK_CACHE_LIMIT = 16
 _SEARCH_MEMO_LIMIT = 256
+_INCREMENTAL_UPDATES = 64
+"""Most updated records a write applies to a cached namespace index in place; more drop the index."""
 GENESIS_HASH = "0" * 64
 
 _COLUMNS = (
@@ -205,6 +208,50 @@ class _NamespaceIndex:
             self.masks[flt] = rows
         return rows
 
+    def apply(self, writes: Sequence[tuple[MemoryRecord, bool]]) -> bool:
+        """Bring the index up to date with ``writes`` (each record as just written, and whether it was
+        inserted, so it took the largest rowid yet, or updated in place) instead of re-reading the
+        namespace. Returns False, changing nothing, when it cannot (an id written twice, many updates,
+        an embedding of another width): the caller then drops the index."""
+        dim = self.matrix.shape[1]
+        ids = [rec.id for rec, _ in writes]
+        updates = [rec for rec, inserted in writes if not inserted]
+        if len(set(ids)) != len(ids) or len(updates) > _INCREMENTAL_UPDATES:
+            return False
+        if any(rec.embedding is not None and (dim == 0 or len(rec.embedding) != dim) for rec, _ in writes):
+            return False
+        position: dict[str, int] = {}
+        if updates:
+            wanted = {rec.id for rec in updates}
+            position = {str(v): i for i, v in enumerate(self.ids) if v in wanted}
+            if len(position) != len(wanted):
+                return False
+        new = [rec for rec, inserted in writes if inserted]
+        zero = np.zeros(dim, dtype=np.float32)
+        if updates:
+            self.matrix = np.array(self.matrix)  # writable (the index is built on a read-only buffer)
+            for rec in updates:
+                i = position[rec.id]
+                self.matrix[i] = zero if rec.embedding is None else np.asarray(rec.embedding, dtype="<f4")
+                self.has_vector[i] = rec.embedding is not None
+                self.types[i], self.tiers[i], self.segments[i] = rec.type.value, rec.tier.value, rec.segment
+                self.seqs[i], self.event_us[i], self.current[i] = _index_columns(rec)
+        if new:
+            rows = [zero if r.embedding is None else np.asarray(r.embedding, dtype="<f4") for r in new]
+            self.matrix = np.concatenate([self.matrix, np.stack(rows).reshape(len(new), dim)])
+            self.has_vector = np.concatenate([self.has_vector, [r.embedding is not None for r in new]])
+            self.ids = np.concatenate([self.ids, np.array([r.id for r in new], dtype=object)])
+            self.types = np.concatenate([self.types, np.array([r.type.value for r in new], dtype=object)])
+            self.tiers = np.concatenate([self.tiers, np.array([r.tier.value for r in new], dtype=object)])
+            self.segments = np.concatenate([self.segments, _objects([r.segment for r in new])])
+            columns = np.array([_index_columns(r) for r in new], dtype=np.float64).reshape(len(new), 3)
+            self.seqs = np.concatenate([self.seqs, columns[:, 0]])
+            self.event_us = np.concatenate([self.event_us, columns[:, 1]])
+            self.current = np.concatenate([self.current, columns[:, 2].astype(bool)])
+        self.masks.clear()
+        self.searches.clear()
+        return True
+
     def mask(self, flt: RecordFilter) -> npt.NDArray[np.bool_]:
         keep = np.ones(len(self.ids), dtype=bool)
         if flt.types is not None:
@@ -222,6 +269,22 @@ class _NamespaceIndex:
         if flt.end is not None:
             keep &= self.event_us < float(_to_us(flt.end) or 0)
         return keep
+
+
+def _index_columns(rec: MemoryRecord) -> tuple[float, float, float]:
+    """(seq or NaN, event time in microseconds or NaN, 1.0 when current) as the index holds them."""
+    us = _to_us(rec.event_time)
+    return (
+        np.nan if rec.seq is None else float(rec.seq),
+        np.nan if us is None else float(us),
+        1.0 if rec.superseded_by is None else 0.0,
+    )
+
+
+def _objects(values: Sequence[Any]) -> npt.NDArray[np.object_]:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
 
 
 class SQLiteStore(Store):
@@ -325,9 +388,11 @@ class SQLiteStore(Store):
         self._require_ready()
         writes = any(isinstance(op, _WRITE_OPS) for op in ops)
         with self._lock:
-            self._check_external_changes()
             self._conn.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
             try:
+                # Inside the transaction: a commit by another connection just before BEGIN is seen here,
+                # so no op of this batch reads a cached record older than the transaction's snapshot.
+                self._check_external_changes()
                 results = [self._run(op) for op in ops]
                 self._conn.execute("COMMIT")
             except BaseException:
@@ -373,6 +438,7 @@ class SQLiteStore(Store):
     # --- handlers -------------------------------------------------------------------------
 
     def _put(self, op: PutRecords) -> None:
+        written: dict[str, list[tuple[MemoryRecord, bool]]] = {}
         for rec in op.records:
             row = self._conn.execute("SELECT rowid, namespace FROM records WHERE id = ?", (rec.id,)).fetchone()
             if row is not None and row[1] != rec.namespace:
@@ -413,8 +479,12 @@ class SQLiteStore(Store):
                 self._conn.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
             lex = " ".join(index_terms(search_text(rec)))
             self._conn.execute("INSERT INTO records_fts (rowid, lex) VALUES (?, ?)", (rowid, lex))
-            self._cache.pop(rec.namespace, None)
+            written.setdefault(rec.namespace, []).append((rec, row is None))
             self._records.get(rec.namespace, {}).pop(rec.id, None)
+        for namespace, writes in written.items():  # cached indexes follow the write (a rollback drops them)
+            index = self._cache.get(namespace)
+            if index is not None and not index.apply(writes):
+                self._cache.pop(namespace, None)
 
     def _get(self, op: GetRecords) -> list[MemoryRecord]:
         return self._fetch(op.namespace, op.ids)
