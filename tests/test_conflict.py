@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from retain.basis import HashingEncoder
-from retain.conflict import Relation, decide, negated_terms, value_slots
+from retain.conflict import Relation, decide, explicit_cues, negated_terms, value_slots
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier, new_id
 
@@ -155,3 +155,67 @@ def test_a_retraction_supersedes_the_record_that_listed_the_item_not_the_notice(
     assert elsewhere.relation is Relation.NEW
     from_tool = decide(rec("Lindqvist 2022 is retracted.", role="tool"), [(listing, 0.35)])  # tool output
     assert from_tool.relation is Relation.NEW
+
+
+def hard(text: str) -> MemoryRecord:
+    return rec(text).evolve(type=MemoryType.HARD_CONSTRAINT)
+
+
+def test_a_mid_sentence_cue_never_supersedes_a_hard_constraint() -> None:
+    coeliac = hard("Marta is coeliac: strictly gluten-free dinners, certified restaurants only.")
+    mid = decide(
+        rec("Let's book one dinner out on Friday, somewhere gluten-free Marta can actually relax."), [(coeliac, 0.6)]
+    )
+    assert mid.relation is Relation.NEW and mid.target is None
+    assert mid.held is not None and mid.held.target is coeliac and "cue" in mid.held.signals  # refused, kept
+    assert "explicit correction" in mid.held.reason
+    cap = hard("The total budget must stay under 5000 EUR.")
+    value_only = decide(rec("The total budget must stay under 6000 EUR."), [(cap, 0.95)])  # no cue at all
+    assert value_only.relation is Relation.NEW and value_only.held is not None and "value" in value_only.held.signals
+    assert explicit_cues("Somewhere Marta can actually relax.") == []
+    assert explicit_cues("Oh, actually the cap is 300. Change of plan: we fly Monday.") == [
+        "actually",
+        "change of plan",
+    ]
+    assert explicit_cues("Window update: the window is now 01:00-05:00 UTC.") == ["update:", "is now"]
+    assert explicit_cues("FYI infra raised the test budget to 12 minutes.") == ["raised the test budget to"]
+    assert explicit_cues("Jonas says checkout will switch the export to dot decimals.") == []  # not made yet
+    assert explicit_cues("计划有变，一共6个人") == ["计划有变"] and explicit_cues("如果改成6个人") == []
+
+
+def test_an_explicit_correction_supersedes_a_hard_constraint() -> None:
+    coeliac = hard("Marta is coeliac: strictly gluten-free dinners, certified restaurants only.")
+    opening = decide(
+        rec("Actually, Marta is not coeliac after all: gluten-free dinners are not needed."), [(coeliac, 0.6)]
+    )
+    assert opening.relation is Relation.UPDATE and opening.target is coeliac and opening.held is None
+    clause = decide(
+        rec("Good news - correction: Marta's gluten-free dinners can be at any restaurant."), [(coeliac, 0.6)]
+    )
+    assert clause.relation is Relation.UPDATE and clause.target is coeliac
+
+
+def test_a_soft_preference_is_still_superseded_by_a_mid_sentence_cue() -> None:
+    pref = rec("Marta would like gluten-free dinners at certified restaurants.").evolve(type=MemoryType.SOFT_PREFERENCE)
+    new = rec("Let's book one dinner out on Friday, somewhere gluten-free Marta can actually relax.")
+    decision = decide(new, [(pref, 0.6)])
+    assert decision.relation is Relation.UPDATE and decision.target is pref and decision.held is None
+    weaker = decide(new, [(pref, 0.6), (hard(pref.content), 0.5)])  # a weaker constraint candidate is kept
+    assert weaker.target is pref and weaker.held is None
+    stronger = decide(new, [(pref, 0.6), (hard(pref.content), 0.7)])  # it would have won: nothing superseded
+    assert stronger.relation is Relation.NEW and stronger.held is not None and stronger.held.target is not pref
+
+
+def test_memory_keeps_a_hard_constraint_without_an_explicit_correction_and_audits_the_refusal() -> None:
+    m = mem()
+    cap = m.add("The total budget must stay under 5000 EUR for the whole trip.", namespace=NS, type="hard_constraint")
+    mid = m.add("We could actually spend 6000 EUR, the total budget of the whole trip.", namespace=NS)
+    kept = m.get(cap, namespace=NS)
+    assert kept.is_current and kept.tier is Tier.CORE and m.get(mid, namespace=NS).supersedes is None
+    (entry,) = [e for e in m.store.audit_log(NS) if e["op"] == "supersede"]
+    assert entry["record_id"] == cap and entry["details"]["outcome"] == "refused"
+    assert entry["details"]["proposed_by"] == mid and "explicit correction" in entry["reason"]
+    assert "6000" not in str(entry)  # the audit log never holds content
+    fixed = m.add("Actually, the total budget for the whole trip is 6000 EUR.", namespace=NS)
+    assert m.get(cap, namespace=NS).superseded_by == fixed
+    assert m.get(fixed, namespace=NS).type is MemoryType.HARD_CONSTRAINT

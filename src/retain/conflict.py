@@ -32,6 +32,15 @@ Decision (first that applies):
    that itself reports the retraction is not superseded by it).
    The new record supersedes the candidate; with several, the highest ``overlap + cosine`` (plus
    0.5 for an aligned value change or a negation flip, 0.25 when both have the same role) wins.
+   **Hard constraints** are superseded only by an *explicit correction* (:func:`explicit_cues`): a
+   correction marker that opens a sentence or clause ("Actually, ...", "Correction: ...", "Change of
+   plan: ...", "Oh, scratch that", "计划有变，...") or a change predicate not under a modal ("infra
+   raised the budget to 12 minutes", "预算放宽到3500元"; not "checkout will switch the export to"),
+   whose sentence overlaps the constraint's subject or which comes with an aligned value change. A
+   mid-clause marker ("somewhere Marta can actually relax"), a value change or a negation flip alone
+   never retires one. When such a refused proposal would have won, no other candidate is superseded
+   instead: the decision is ``new`` and carries the proposal as :attr:`ConflictDecision.held` for
+   the caller to audit.
 3. **new**: otherwise.
 
 An optional :class:`ConflictJudge` (e.g. an LLM) may be plugged in to confirm or veto update and
@@ -41,6 +50,7 @@ Measured by ``benchmarks/supersede_detection.py`` (replaying scenario files thro
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import re
@@ -51,7 +61,7 @@ from typing import Protocol
 import numpy as np
 
 from retain.lexical import STOPWORDS, index_terms, query_terms
-from retain.record import MemoryRecord
+from retain.record import MemoryRecord, MemoryType
 from retain.store.base import RecordFilter, Store
 
 __all__ = [
@@ -63,6 +73,7 @@ __all__ = [
     "Relation",
     "correction_cues",
     "decide",
+    "explicit_cues",
     "find_updates",
     "negated_terms",
     "subject_terms",
@@ -143,11 +154,70 @@ _LABEL_END = re.compile(r"\s*(?:$|[:;,)\]]|[.!?](?:\s|$)|\s+[^\W\d_]+=)")
 _RETRACTION = re.compile(r"\b(?:retracted|withdrawn|cancell?ed|recalled|discontinued)\b", re.IGNORECASE)
 _RETRACTION_NEWS = re.compile(r"\b(?:retract|withdr[ae]w|cancel|recall|discontinu)\w*", re.IGNORECASE)
 _ARITHMETIC = re.compile(r"\d\s*[×x*=]\s*\d|\d\s*\+\s*\d")
+# Correction markers: discourse words that mark a correction only where they open a sentence or clause
+# ("Actually, ...", "Correction: ..."); mid-clause they are adverbs or nouns ("somewhere Marta can
+# actually relax", "instead of the refund", "a correction was issued"). Every other cue is a predicate
+# that states the change itself ("raised the cap to", "the budget goes up to", "she now allows", "放宽到").
+_MARKER = re.compile(
+    r"^(?:correction|actually|my bad|oh wait|scratch|instead|change of plan|update|supersed|更正|计划有变)"
+)
+# What may stand before a marker that opens a sentence or clause: the start of the text or a sentence /
+# clause mark (. ! ? ; : , dash, bracket, quote, newline; CJK marks), then at most two interjections
+# ("Oh, actually", "Ok so scratch that", "Ooh, actually").
+_CLAUSE_OPEN = re.compile(
+    r"(?:^|[.!?;:,(\[\"“‘'\n。！？；：，、（]|(?:^|\s)[-–—]+)\s*"
+    r"(?:(?:oh+|o+h|ok(?:ay)?|so|sorry|wait|hmm+|ah+|um+|uh+|well|and|but|oops|ugh|argh|right|hey|no|yes|yeah)"
+    r"\b[\s,!.]*){0,2}$",
+    re.IGNORECASE,
+)
+_CLAUSE_MARK = re.compile(r"[.!?;:,(\[\"“‘\n。！？；：，、（]|\s[-–—]+\s")
+# A marker used as a heading may follow a label of one to three words: "Window update: ...", "Physio
+# update!!", "Budget correction - ...".
+_LABEL = re.compile(r"\s*(?:[^\W\d_][\w'-]*\s+){1,3}")
+_HEADING_END = re.compile(r"\s*[:!—–-]")
+# A change under a modal or a condition is not made yet: "checkout will switch the export to ...",
+# "if they raise the cap to ...".
+_HEDGE = re.compile(
+    r"\b(?:will|would|could|might|may|should|shall|if|unless|until|whether|maybe|perhaps|going to|"
+    r"plan(?:s|ning)? to|wants? to|hopes? to)\b|'ll\b|如果|要是|假如|也许|万一|打算",
+    re.IGNORECASE,
+)
 
 
 def correction_cues(text: str) -> list[str]:
     """The correction / update cue phrases found in ``text`` (lower-cased), in order."""
     return [m.group(0).strip().lower() for m in _CUES.finditer(text)]
+
+
+def explicit_cues(text: str) -> list[str]:
+    """The cues of :func:`correction_cues` that make an explicit correction (lower-cased, in order);
+    only these let a new record supersede a hard constraint.
+
+    * a correction marker ("actually", "correction", "change of plan", "scratch that", "update:",
+      "instead", "更正", "计划有变", ...) counts where it opens a sentence or clause, after at most two
+      interjections ("Actually, the cap is 300.", "Oh, scratch that", "计划有变，..."), or as a heading
+      after a short label ("Window update: ..."); mid-clause it does not ("somewhere Marta can
+      actually relax", "until the visa is actually granted");
+    * any other cue states the change itself ("infra raised the budget to 12 minutes", "she now
+      allows 4 runs", "预算放宽到3500元") and counts unless a modal or a condition governs its clause
+      ("checkout will switch the export to ...", "if they raise it to ...")."""
+    out = []
+    for m in _CUES.finditer(text):
+        cue = m.group(0).strip().lower()
+        start = max((c.end() for c in _CLAUSE_MARK.finditer(text, 0, m.start())), default=0)
+        if _MARKER.match(cue):
+            heading = cue[-1] in ":!-" or bool(_HEADING_END.match(text, m.end()))
+            label = _LABEL.fullmatch(text, start, m.start())
+            explicit = bool(_CLAUSE_OPEN.search(text, 0, m.start())) or (heading and label is not None)
+        else:
+            explicit = not _HEDGE.search(text, start, m.start())
+        if explicit:
+            out.append(cue)
+    return out
+
+
+def _explicit_sentences(text: str) -> str:
+    return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if explicit_cues(s.group(0)))
 
 
 def negated_terms(text: str) -> set[str]:
@@ -261,6 +331,9 @@ class ConflictDecision:
         reason: one line naming the rule that fired and its evidence.
         signals: the update rules that fired: "cue", "negation", "value".
         rank: the winning candidate's score among the candidates (higher = stronger).
+        held: for a ``new`` decision, the update of a hard constraint that the explicit-correction
+            rule refused (its target stays current) and that would have won; None otherwise. The
+            caller audits it (``Memory.add``: a refused "supersede" entry).
     """
 
     relation: Relation
@@ -271,6 +344,7 @@ class ConflictDecision:
     reason: str
     signals: tuple[str, ...] = ()
     rank: float = 0.0
+    held: ConflictDecision | None = None
 
     def scores(self) -> dict[str, float]:
         """The numeric evidence, rounded to 4 places: overlap, cosine, rank (for audit entries)."""
@@ -349,12 +423,15 @@ def decide(
     new_slots = value_slots(text)
     computed = bool(_ARITHMETIC.search(text))
     cue_values = set(value_slots(_cue_sentences(text))) if cues else set()
+    explicit = tuple(explicit_cues(text)) if cues else ()
+    explicit_terms = subject_terms(_explicit_sentences(text)) if explicit else set()
     retracted = _retracted_items(text)
     if reflective and cue_values:  # a thought repeating a change someone else already stated
         stated = (set(value_slots(o.content)) for o, _ in candidates if o.role not in policy.reflective_roles)
         if any(cue_values <= vals for vals in stated):
             cues = ()
     best: ConflictDecision | None = None
+    held: ConflictDecision | None = None  # the best update the hard-constraint rule refused
     for old, cos in candidates:
         if old.id == new.id or old.namespace != new.namespace or not old.is_current:
             continue
@@ -397,6 +474,16 @@ def decide(
                 signals.append("retraction")
             if not signals:
                 continue
+            # A hard constraint yields only to an explicit correction: a cue opening a sentence or
+            # clause whose sentence is about it, or such a cue with an aligned value change.
+            refused = old.type is MemoryType.HARD_CONSTRAINT and not _explicit_correction(
+                [c for c in explicit if c in live],
+                max(overlap, _overlap(explicit_terms, old_terms)),
+                cos,
+                restated=restated,
+                value="value" in signals,
+                policy=policy,
+            )
             evidence = []
             if named:
                 evidence.append(f"retracts {named}")
@@ -417,14 +504,46 @@ def decide(
                 tuple(signals),
                 rank,
             )
+            if refused:
+                if held is None or decision.rank > held.rank:
+                    held = dataclasses.replace(
+                        decision, reason=f"refused, hard constraint without an explicit correction: {decision.reason}"
+                    )
+                continue
         if best is not None and decision.rank <= best.rank:
             continue
         if judge is not None and not judge.confirm(new, old, decision.relation):
             continue
         best = decision
+    if held is not None and (best is None or held.rank > best.rank):
+        # The proposal was about the constraint: no weaker candidate takes its place.
+        return ConflictDecision(Relation.NEW, None, 0.0, 0.0, cues, "hard constraint kept", held=held)
     if best is None:
         return ConflictDecision(Relation.NEW, None, 0.0, 0.0, cues, "no conflicting record")
     return best
+
+
+def _explicit_correction(
+    live_explicit: Sequence[str],
+    overlap: float,
+    cos: float,
+    *,
+    restated: bool,
+    value: bool,
+    policy: ConflictPolicy,
+) -> bool:
+    """True when explicit cues (:func:`explicit_cues`, echoes removed) correct the old record: the
+    "cue" rule of :func:`decide` holds for them (``overlap``: that of their sentences, or of the whole
+    texts), or an aligned value change comes with them at the cosine a cue-marked update needs."""
+    if not live_explicit:
+        return False
+    if value and cos >= policy.min_cos_update:
+        return True
+    return (
+        not restated
+        and overlap >= policy.min_overlap
+        and (overlap >= policy.strong_overlap or cos >= policy.min_cos_update)
+    )
 
 
 def find_updates(
@@ -444,7 +563,10 @@ def find_updates(
 
     Returns:
         (new record, decision) pairs with ``decision.relation == Relation.UPDATE``; the superseded
-        record is ``decision.target``. Split parts (``metadata["split_group"]``) never take part.
+        record is ``decision.target``. Also, in the same order, the pairs whose decision holds a
+        refused update of a hard constraint (``decision.held``, any relation): the caller audits
+        them; their hard constraint stays current. Split parts (``metadata["split_group"]``) never
+        take part.
     """
     out: list[tuple[MemoryRecord, ConflictDecision]] = []
     earlier: list[MemoryRecord] = []
@@ -465,6 +587,8 @@ def find_updates(
         decision = decide(rec, candidates, policy=policy, judge=judge)
         if decision.relation is Relation.UPDATE and decision.target is not None:
             retired.add(decision.target.id)
+            out.append((rec, decision))
+        elif decision.held is not None:
             out.append((rec, decision))
         earlier.append(rec)
     return out

@@ -112,7 +112,9 @@ class MemoryConfig:
             (:func:`retain.conflict.find_updates`: correction cues, aligned value changes,
             negation flips) supersedes it in the same transaction: the old one keeps its content
             as history, leaves the core tier unless pinned, and is audited as "supersede" with the
-            reason and scores. Measured precision 1.000 / recall 0.850 on the shared scenarios
+            reason and scores. A hard constraint yields only to an explicit correction
+            (:func:`retain.conflict.explicit_cues`); other proposals against one are audited as
+            refused. Measured precision 1.000 / recall 0.900 on the shared scenarios
             (``benchmarks/supersede_detection.py``).
         conflict_judge: optional second opinion (e.g. an LLM) that may veto each proposed
             supersede or merge (:class:`retain.conflict.ConflictJudge`); None = rules only.
@@ -501,11 +503,26 @@ class Memory:
         A record that supersedes a hard constraint is itself a hard constraint (the corrected
         limit), unless its caller gave a type (``typed`` ids): it takes the type and the core tier.
         An actor outside ``config.trusted_actors`` never supersedes a hard constraint or a pinned
-        record: the proposal is dropped and audited as a refused "supersede"."""
-        from retain.conflict import find_updates
+        record: the proposal is dropped and audited as a refused "supersede". Nor does a record
+        without an explicit correction (:func:`retain.conflict.explicit_cues`) supersede a hard
+        constraint: :func:`~retain.conflict.find_updates` holds the proposal back and it is audited
+        as a refused "supersede" too (the constraint stays current and mandatory)."""
+        from retain.conflict import Relation, find_updates
 
         found = find_updates(self.store, namespace, fresh, judge=self.config.conflict_judge)
-        refused: list[AuditEntry] = []
+        refused: list[AuditEntry] = [
+            AuditEntry(
+                namespace,
+                "supersede",
+                d.held.target.id,
+                actor,
+                "hard constraint kept: no explicit correction",  # no content: values and cues stay out
+                details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.held.signals)},
+            )
+            for new, d in found
+            if d.held is not None and d.held.target is not None
+        ]
+        found = [(new, d) for new, d in found if d.relation is Relation.UPDATE]
         if actor not in self.config.trusted_actors:  # an untrusted writer never retires a protected record
             keep = []
             for new, d in found:
