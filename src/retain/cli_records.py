@@ -196,6 +196,16 @@ def register(app: typer.Typer) -> None:
             table.add_row(str(i), created, shown.type.value, shown.tier.value, shown.content[:80], shown.id)
         _console.print(table)
 
+    def _set_pin(record_id: str, namespace: str, actor: str, reason: str, db: Path | None, *, pinned: bool) -> None:
+        try:
+            with _open(db) as mem:
+                change = mem.pin if pinned else mem.unpin
+                record = change(record_id, namespace=namespace, actor=actor, reason=reason)
+        except RetainError as exc:
+            _fail(exc)
+            return
+        _console.print(f"{'pinned' if pinned else 'unpinned'} {record.id} ({record.tier.value})")
+
     @app.command("pin", rich_help_panel=PANEL_MEMORY)
     def pin_cmd(
         record_id: IdArgument,
@@ -205,13 +215,7 @@ def register(app: typer.Typer) -> None:
         db: DbOption = None,
     ) -> None:
         """Pin a current record: core tier, never evicted by the budget (audited)."""
-        try:
-            with _open(db) as mem:
-                record = mem.pin(record_id, namespace=namespace, actor=actor, reason=reason)
-        except RetainError as exc:
-            _fail(exc)
-            return
-        _console.print(f"pinned {record.id} ({record.tier.value})")
+        _set_pin(record_id, namespace, actor, reason, db, pinned=True)
 
     @app.command("unpin", rich_help_panel=PANEL_MEMORY)
     def unpin_cmd(
@@ -222,13 +226,7 @@ def register(app: typer.Typer) -> None:
         db: DbOption = None,
     ) -> None:
         """Unpin a record: back to the dynamic tier, subject to the budget (audited)."""
-        try:
-            with _open(db) as mem:
-                record = mem.unpin(record_id, namespace=namespace, actor=actor, reason=reason)
-        except RetainError as exc:
-            _fail(exc)
-            return
-        _console.print(f"unpinned {record.id} ({record.tier.value})")
+        _set_pin(record_id, namespace, actor, reason, db, pinned=False)
 
     @app.command("delete", rich_help_panel=PANEL_MEMORY)
     def delete_cmd(
