@@ -205,3 +205,14 @@ def test_trusted_actors_add_pinned_records_to_core(actor: str) -> None:
     m = memory(10)
     rid = m.add("Keep the passport scan.", namespace=NS, pinned=True, actor=actor)
     assert m.get(rid, namespace=NS).tier is Tier.CORE
+
+
+def test_forget_by_query_needs_a_term_match_and_a_missing_id_forgets_nothing() -> None:
+    m = memory()
+    ids = with_constraints(m)
+    note = m.add("The hotel shuttle leaves at nine.", namespace=NS)
+    assert m.forget("purple elephant quantum", namespace=NS, actor="user").deleted == ()
+    assert m.forget("01ARZ3NDEKTSV4RRFFQ69G5FAV", namespace=NS, actor="user").deleted == ()  # id-shaped miss
+    assert {r.id for r in m.store.list_records(NS, RecordFilter(tiers=None))} == {*ids, note}
+    assert [e["details"]["outcome"] for e in audit(m, "forget")] == ["no_match", "no_match"]
+    assert m.forget("shuttle", namespace=NS, actor="user").deleted == (note,)

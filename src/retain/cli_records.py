@@ -250,7 +250,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("forget", rich_help_panel=PANEL_MEMORY)
     def forget_cmd(
-        query_or_id: Annotated[str, typer.Argument(help="A record id, or a query whose best K hits are forgotten.")],
+        query_or_id: Annotated[
+            str, typer.Argument(help="A record id, or a query (its best K hits sharing a term with it).")
+        ],
         namespace: NamespaceOption,
         k: Annotated[int, typer.Option("-k", help="Hits of a query to forget.", min=1)] = 1,
         actor: ActorOption = "user",

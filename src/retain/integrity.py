@@ -18,6 +18,7 @@ The functions here take a :class:`~retain.memory.Memory`; ``Memory.pin``, ``Memo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -162,8 +163,15 @@ class ForgetReport:
     trusted: bool
 
 
+_ID_SHAPE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+"""A record id (:func:`retain.record.new_id`: a ULID, Crockford base32)."""
+
+
 def forget(mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason: str = "", k: int = 1) -> ForgetReport:
-    """Forget a record by id, or the ``k`` best search hits (any tier) for a query.
+    """Forget a record by id, or the ``k`` best search hits (any tier) for a query that share a term
+    with it (a BM25 match; a hit found by embedding similarity alone is never forgotten, so a query
+    about something not stored forgets nothing). A string shaped like a record id (a 26-character
+    ULID) that names no record is a miss, never a query.
 
     Each matched record is purged with all its versions and split parts, unless ``actor`` is
     untrusted and the record (or any version) is protected: then it is skipped and listed in
@@ -174,7 +182,8 @@ def forget(mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason:
         A :class:`ForgetReport`: ``refused`` is non-empty exactly when protected matches were kept.
 
     Raises:
-        InvalidInput: empty ``query_or_id``, ``k`` < 1, bad namespace.
+        InvalidInput: empty ``query_or_id``, ``k`` < 1, bad namespace, or a query (not an id) on a store
+            without lexical search.
     """
     validate_namespace(namespace)
     if not isinstance(query_or_id, str) or not query_or_id.strip():
@@ -183,9 +192,11 @@ def forget(mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason:
         raise InvalidInput(f"k: must be an int >= 1, got {k!r}")
     trusted = is_trusted(actor, mem.config.trusted_actors)
     targets = mem.store.get(namespace, [query_or_id])
-    if not targets:
+    if not targets and not _ID_SHAPE.match(query_or_id):
+        if not mem.store.supports_lexical:
+            raise InvalidInput("forget: this store has no lexical search; forget by id")
         hits = mem.search(query_or_id, namespace=namespace, k=k, tiers=list(Tier))
-        targets = [h.record for h in hits]
+        targets = [h.record for h in hits if h.scores.get("bm25", 0.0) > 0.0]
     if not targets:
         mem.store.batch([AppendAudit(_entry(namespace, "forget", None, actor, reason, "no_match"))])
         return ForgetReport((), (), actor, trusted)

@@ -1023,8 +1023,9 @@ class Memory:
     def forget(
         self, query_or_id: str, *, namespace: str, actor: str = "user", reason: str = "", k: int = 1
     ) -> ForgetReport:
-        """Forget a record by id or the ``k`` best hits of a query; protected records are skipped
-        for untrusted actors and reported. See :func:`retain.integrity.forget`."""
+        """Forget a record by id or the ``k`` best hits of a query that share a term with it;
+        protected records are skipped for untrusted actors and reported. See
+        :func:`retain.integrity.forget`."""
         return integrity.forget(self, query_or_id, namespace=namespace, actor=actor, reason=reason, k=k)
 
     def retention_report(self, namespace: str, **constraints: Any) -> RetentionReport:
