@@ -729,3 +729,13 @@ def test_sqlite_record_cache_limit_keeps_answers_right(tmp_path: Path, monkeypat
         assert ids(store.get("ns", [r.id for r in reversed(records)])) == [r.id for r in reversed(records)]
         assert ids(store.list_records("ns")) == [r.id for r in records]
     store.close()
+
+
+def test_sqlite_refuses_a_directory_and_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+    junk = tmp_path / "notes.db"
+    junk.write_bytes(b"this is not an SQLite database, just text " * 100)
+    with pytest.raises(SchemaError, match="not a usable SQLite database"):
+        SQLiteStore(junk).setup()
+    with pytest.raises(SchemaError, match="cannot open"):
+        SQLiteStore(tmp_path).setup()
+    assert junk.read_bytes().startswith(b"this is not")  # left as it was

@@ -307,12 +307,15 @@ class SQLiteStore(Store):
         self._path = str(path)
         if self._path != ":memory:":
             Path(self._path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(
-            self._path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
-        )
-        self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._conn.execute("PRAGMA secure_delete = ON")
-        self._conn.execute("PRAGMA foreign_keys = ON")
+        try:
+            self._conn = sqlite3.connect(
+                self._path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._conn.execute("PRAGMA secure_delete = ON")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:  # a directory, a path that cannot be opened
+            raise SchemaError(f"{self._path}: cannot open as an SQLite database ({exc})") from exc
         self._lock = threading.RLock()
         self._cache: dict[str, _NamespaceIndex] = {}
         self._records: dict[str, dict[str, MemoryRecord]] = {}
@@ -326,7 +329,17 @@ class SQLiteStore(Store):
     # --- schema ---------------------------------------------------------------------------
 
     def setup(self) -> None:
-        """Enable WAL and apply pending migrations in order, each in its own transaction."""
+        """Enable WAL and apply pending migrations in order, each in its own transaction.
+
+        Raises:
+            SchemaError: the file is not an SQLite database, or has a newer schema than this retain.
+        """
+        try:
+            self._setup()
+        except sqlite3.DatabaseError as exc:  # "file is not a database", a corrupt file
+            raise SchemaError(f"{self._path}: not a usable SQLite database ({exc})") from exc
+
+    def _setup(self) -> None:
         with self._lock:
             if self._path != ":memory:":
                 mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
