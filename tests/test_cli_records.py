@@ -97,6 +97,8 @@ def test_import_stores_every_line_in_one_transaction(env):
         ('{"content": "fine"}\n{"content": \n', "line 2: not JSON"),
         ("\n\n", "holds no JSON object"),
         ('{"content": "fine", "seq": -4}\n', "line 1: "),
+        ('{"content": "fine"}\n{"text": "x"}\n', "line 2: unknown field(s) ['text']"),
+        ('{"content": "fine"}\n{"role": "user"}\n', "line 2: 'content' is required"),
     ],
 )
 def test_import_refuses_a_bad_line_and_writes_nothing(env, text, message):

@@ -10,7 +10,7 @@ import functools
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -610,10 +610,13 @@ class Memory:
             return item
         if not isinstance(item, Mapping):
             raise InvalidInput(f"item {index}: expected NewMemory or mapping, got {type(item).__name__}")
-        try:
-            return NewMemory(**item)
-        except TypeError as exc:
-            raise InvalidInput(f"item {index}: {exc}") from exc
+        known = {f.name for f in fields(NewMemory)}
+        unknown = sorted(str(key) for key in item if key not in known)
+        if unknown:
+            raise InvalidInput(f"item {index}: unknown field(s) {unknown}; known: {sorted(known)}")
+        if "content" not in item:
+            raise InvalidInput(f"item {index}: 'content' is required")
+        return NewMemory(**item)
 
     def _draft(self, item: NewMemory, namespace: str) -> list[MemoryRecord]:
         content = item.content
