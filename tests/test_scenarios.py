@@ -144,8 +144,11 @@ def test_loader_errors_name_file_and_json_path(tmp_path, how, where, says):
 
 def test_loader_refuses_bad_json_missing_folder_and_duplicate_scenario_ids(tmp_path):
     (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
-    with pytest.raises(InvalidInput, match="not UTF-8 JSON"):
+    with pytest.raises(InvalidInput, match=r"bad\.json: not JSON"):
         load_scenario(tmp_path / "bad.json")
+    (tmp_path / "latin1.json").write_bytes('{"id": "caf\xe9"}'.encode("latin-1"))
+    with pytest.raises(InvalidInput, match=r"latin1\.json: not UTF-8"):
+        load_scenario(tmp_path / "latin1.json")
     with pytest.raises(InvalidInput, match="no such scenario file or folder"):
         load_scenarios(tmp_path / "missing")
     empty = tmp_path / "empty"

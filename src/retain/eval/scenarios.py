@@ -281,8 +281,10 @@ def load_scenario(path: str | Path) -> Scenario:
         data = json.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InvalidInput(f"{p}: cannot read scenario file ({exc.strerror or exc})") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInput(f"{p}: not UTF-8 JSON ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{p}: not UTF-8 ({exc})") from exc
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{p}: not JSON ({exc})") from exc
     return _parse(data, str(p), p)
 
 
