@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
+from retain import HashingEncoder
 from retain.episodes import asks_order, asks_own_mentions, ordering_topic, pick_episodes
 from retain.errors import InvalidInput
 from retain.memory import Memory, NewMemory
@@ -74,14 +75,29 @@ def test_pick_episodes_round_robin_over_segments():
 
 
 def test_pick_episodes_first_mention_within_a_segment():
-    scores = np.array([0.9, 0.5])
-    assert pick_episodes(scores, ["a", "a"], [10, 2], 1) == [1]  # the earlier mention
-    assert pick_episodes(scores, ["a", "a"], [10, 2], 1, first_mention=False) == [0]
+    scores = np.array([0.9, 0.4, 0.5])
+    assert pick_episodes(scores, ["a", "a", "a"], [10, 2, 6], 2) == [0, 1]  # the best, then the earliest mention
+    assert pick_episodes(scores, ["a", "a", "a"], [10, 2, 6], 2, first_mention=False) == [0, 2]
+
+
+def test_the_best_match_is_never_crowded_out_by_an_earlier_turn():
+    # a small store: the earlier neighbours of the only matching turn pass the relative floor
+    mem = Memory(encoder=HashingEncoder(dim=384))
+    texts = [
+        "We fly out of Brennick on 2023-05-04.",
+        "I prefer aisle seats.",
+        "Hotel must be within 1 km.",
+        "Breakfast.",
+    ]
+    for i, text in enumerate(texts, start=1):
+        mem.add(text, namespace="n", segment="s1", seq=i)
+    assert "I prefer aisle seats." in [h.record.content for h in mem.search("seats", namespace="n", order="time")]
+    assert "I prefer aisle seats." in [r.content for r in mem.timeline("n", query="seats")]
 
 
 def test_pick_episodes_skips_the_same_exchange_and_keeps_unknown_segments_apart():
     scores = np.array([0.9, 0.85, 0.8, 0.7])
-    assert pick_episodes(scores, ["a"] * 4, [10, 11, 14, 9], 3) == [3, 1, 2]  # 10 is next to 9
+    assert pick_episodes(scores, ["a"] * 4, [10, 11, 14, 9], 3) == [0, 2]  # best 10, then 14 (9, 11: next to 10)
     assert pick_episodes(scores, ["a"] * 4, [10, 11, 14, 9], 3, first_mention=False) == [0, 2]
     assert pick_episodes(scores, [None, None, "a", "a"], [None, None, 1, 2], 3) == [0, 1, 2]
 

@@ -18,8 +18,9 @@ when :func:`asks_order` reads an ordering question) therefore:
 4. **Relevance floor.** Keeps candidates whose fused score is at least :data:`RELATIVE_FLOOR` times
    the best one's (scores are "higher = more relevant"; the floor is relative because absolute
    fused scores differ from query to query), at most the best :data:`EPISODE_CANDIDATES`.
-5. **Episodes.** :func:`pick_episodes`: round-robin over segments (sessions, in order of their best
-   candidate): one candidate of every segment per round, within a segment the earliest one not yet
+5. **Episodes.** :func:`pick_episodes`: the best candidate of all is always picked first (an answer
+   in time order must not leave out the closest match); then round-robin over segments (sessions, in
+   order of their best candidate): one candidate of every segment per round, within a segment the earliest one not yet
    picked (a topic is "brought up" where it is first mentioned), skipping a candidate within
    :data:`MIN_GAP` stream positions of one already picked in its segment (the same exchange). So the
    ``k`` items returned are distinct episodes across the stream, not ``k`` turns of the one
@@ -165,7 +166,8 @@ def pick_episodes(
         first_mention: within a segment pick in stream order (earliest first; None ``seq`` last);
             False: best score first.
 
-    Returns: indices into ``scores``, in pick order (round by round, best segment first).
+    Returns: indices into ``scores``, in pick order (the best candidate, then round by round, best
+    segment first).
     """
     n = len(scores)
     if not n == len(segments) == len(seqs):
@@ -181,10 +183,18 @@ def pick_episodes(
     if first_mention:
         for queue in queues.values():
             queue.sort(key=lambda i: (seqs[i] is None, seqs[i] or 0))
-    picked: list[int] = []
+    top = order[0]  # the best candidate of all is always picked: earliest-first must not crowd it out
+    top_key: object = segments[top] if segments[top] is not None else ("record", top)
+    queues[top_key].remove(top)
+    picked: list[int] = [top]
     taken: dict[object, list[int]] = {key: [] for key in queues}
+    if seqs[top] is not None:
+        taken[top_key].append(seqs[top])  # type: ignore[arg-type]
+    done_this_round: object = top_key  # the best candidate is its segment's pick of the first round
     while len(picked) < k and any(queues.values()):
         for key, queue in queues.items():
+            if key == done_this_round:
+                continue
             while queue:
                 i = queue.pop(0)
                 pos = seqs[i]
@@ -195,6 +205,7 @@ def pick_episodes(
                     break
             if len(picked) == k:
                 break
+        done_this_round = None
     return picked
 
 
