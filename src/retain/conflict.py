@@ -453,12 +453,7 @@ def decide(
             restated = bool(cue_values) and cue_values <= set(old_slots)
             cue_overlap = max(overlap, _overlap(cue_terms, old_terms)) if live else 0.0
             signals: list[str] = []
-            if (
-                live
-                and not restated
-                and cue_overlap >= policy.min_overlap
-                and (cue_overlap >= policy.strong_overlap or cos >= policy.min_cos_update)
-            ):
+            if live and _cue_rule(cue_overlap, cos, restated=restated, policy=policy):
                 signals.append("cue")
             if flip and overlap >= policy.min_overlap:
                 signals.append("negation")
@@ -539,6 +534,13 @@ def _explicit_correction(
         return False
     if value and cos >= policy.min_cos_update:
         return True
+    return _cue_rule(overlap, cos, restated=restated, policy=policy)
+
+
+def _cue_rule(overlap: float, cos: float, *, restated: bool, policy: ConflictPolicy) -> bool:
+    """The "cue" signal of :func:`decide` for live cues: they do not merely restate the old values,
+    and the texts overlap enough (``strong_overlap`` alone, or ``min_overlap`` with the cosine of a
+    cue-marked update)."""
     return (
         not restated
         and overlap >= policy.min_overlap
