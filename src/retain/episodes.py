@@ -176,20 +176,24 @@ def pick_episodes(
         return []
     best = float(np.max(scores))
     order = [int(i) for i in np.argsort(-scores, kind="stable") if scores[i] >= floor * best][:limit]
+
+    def key_of(i: int) -> object:  # a record without a segment is a segment of its own
+        return segments[i] if segments[i] is not None else ("record", i)
+
     queues: dict[object, list[int]] = {}
     for i in order:  # segments keyed in order of their best candidate
-        key: object = segments[i] if segments[i] is not None else ("record", i)
-        queues.setdefault(key, []).append(i)
+        queues.setdefault(key_of(i), []).append(i)
     if first_mention:
         for queue in queues.values():
             queue.sort(key=lambda i: (seqs[i] is None, seqs[i] or 0))
     top = order[0]  # the best candidate of all is always picked: earliest-first must not crowd it out
-    top_key: object = segments[top] if segments[top] is not None else ("record", top)
+    top_key = key_of(top)
     queues[top_key].remove(top)
     picked: list[int] = [top]
     taken: dict[object, list[int]] = {key: [] for key in queues}
-    if seqs[top] is not None:
-        taken[top_key].append(seqs[top])  # type: ignore[arg-type]
+    top_seq = seqs[top]
+    if top_seq is not None:
+        taken[top_key].append(top_seq)
     done_this_round: object = top_key  # the best candidate is its segment's pick of the first round
     while len(picked) < k and any(queues.values()):
         for key, queue in queues.items():

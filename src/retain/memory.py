@@ -179,6 +179,10 @@ class NewMemory:
     derived_from: Sequence[str] = ()
 
 
+_NEW_MEMORY_FIELDS = frozenset(f.name for f in fields(NewMemory))
+"""The keys a mapping item of :meth:`Memory.add_many` may have."""
+
+
 class Memory:
     """A memory store for agents.
 
@@ -610,10 +614,9 @@ class Memory:
             return item
         if not isinstance(item, Mapping):
             raise InvalidInput(f"item {index}: expected NewMemory or mapping, got {type(item).__name__}")
-        known = {f.name for f in fields(NewMemory)}
-        unknown = sorted(str(key) for key in item if key not in known)
+        unknown = sorted(str(key) for key in item if key not in _NEW_MEMORY_FIELDS)
         if unknown:
-            raise InvalidInput(f"item {index}: unknown field(s) {unknown}; known: {sorted(known)}")
+            raise InvalidInput(f"item {index}: unknown field(s) {unknown}; known: {sorted(_NEW_MEMORY_FIELDS)}")
         if "content" not in item:
             raise InvalidInput(f"item {index}: 'content' is required")
         return NewMemory(**item)

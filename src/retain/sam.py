@@ -122,8 +122,7 @@ class Candidates:
         term_ids, term_rows: (m,) intp, the terms of every candidate as one list: term ``term_ids[j]``
             (an id in ``vocab``) is in candidate ``term_rows[j]``'s terms.
         vocab: term -> id (may hold terms no candidate has).
-        values: each record's canonical dates, times and amounts (:func:`retain.values.canonical_values`);
-            empty when not worked out (the value-match features are then 0).
+        values: each record's canonical dates, times and amounts (:func:`retain.values.canonical_values`).
     """
 
     vectors: npt.NDArray[np.float32]
@@ -145,7 +144,7 @@ class Candidates:
     term_ids: npt.NDArray[np.intp]
     term_rows: npt.NDArray[np.intp]
     vocab: Mapping[str, int]
-    values: tuple[frozenset[str], ...] = ()
+    values: tuple[frozenset[str], ...]
 
 
 _Row = tuple[tuple[float, float, float, float, float, float], str | None, str, frozenset[str], frozenset[str]]
@@ -476,8 +475,7 @@ def _features(
     out[:, col["pref_x_goal"]] = pref * out[:, col["goal_cos"]]
     out[:, col["pref_x_goal_overlap"]] = pref * goal
     out[:, col["observation_x_result"]] = obs * out[:, col["result_cos"]]
-    if len(cands.values) == n:
-        _value_features(state, cands, out)
+    _value_features(state, cands, out)
     return out, cos[:, 3 + c + o :]
 
 
