@@ -492,7 +492,8 @@ def test_state_features_match_the_per_record_reference(seed: int) -> None:
         expected = _reference_features(state, phase, recs, 3600.0)
         for cands in (candidates_from_records(recs), candidates_from_records(recs, memo=memo)):
             got = state_features(state, phase, cands, half_life_s=3600.0)
-            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
+            # the cosine columns come from float32 products (7 significant digits); the rest is exact
+            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
 
 
 def test_scorer_state_score_matches_the_reference() -> None:

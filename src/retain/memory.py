@@ -1428,10 +1428,17 @@ class Memory:
                 if cfg.neighbors
                 else set()
             )
-            # the up to 3 records before each one tell how far into its segment a pool record sits
-            # (the turn_position feature), the neighbours' included
+            # the up to 3 records before each channel hit tell how far into its segment it sits (the
+            # turn_position feature); a state's extras are not content matches, so their content score
+            # reads only the turns this search saw anyway (a lookup per extra saved)
             before = (
-                {(r.segment, r.seq - d) for r in records if r.seq is not None for d in (1, 2, 3) if r.seq - d >= 0}
+                {
+                    (r.segment, r.seq - d)
+                    for r in records
+                    if r.seq is not None and r.id in content_ids
+                    for d in (1, 2, 3)
+                    if r.seq - d >= 0
+                }
                 if learned
                 else set()
             )

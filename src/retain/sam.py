@@ -117,7 +117,6 @@ class Candidates:
         terms: each record's content terms (:func:`retain.lexical.index_terms` minus stop words).
         core, importance, access: (n,) float64.
         newest_position, newest_time: of the whole namespace (not only the candidates).
-        vectors64: (n, d) float64, ``vectors`` widened once for the scorer's products.
         role_flags: (n, 3) float64 (user, tool, agent) indicators of each role.
         term_ids, term_rows: (m,) intp, the terms of every candidate as one list: term ``term_ids[j]``
             (an id in ``vocab``) is in candidate ``term_rows[j]``'s terms.
@@ -139,7 +138,6 @@ class Candidates:
     access: FloatArray
     newest_position: float
     newest_time: float
-    vectors64: FloatArray
     role_flags: FloatArray
     term_ids: npt.NDArray[np.intp]
     term_rows: npt.NDArray[np.intp]
@@ -325,7 +323,6 @@ def candidates_from_records(
         newest_time=(
             newest_time.timestamp() if newest_time is not None else float(known.max()) if known.size else math.nan
         ),
-        vectors64=vectors.astype(np.float64),
         role_flags=memo.role_flags[rows],
         term_ids=memo.term_flat[at],
         term_rows=np.repeat(np.arange(n, dtype=np.intp), counts),
@@ -409,15 +406,17 @@ def _features(
 ) -> tuple[FloatArray, FloatArray]:
     """:func:`state_features`, and the (n, r) dot products of the candidates with the r rows of
     ``extra`` ((r, d) float64), computed in the same matrix product as the state-part cosines."""
-    E = cands.vectors64
+    E = cands.vectors
     n = E.shape[0]
     out = np.zeros((n, len(STATE_FEATURES)))
     if n == 0:
         return out, np.zeros((0, len(extra)))
     col = _COLUMN
     c, o = len(state.constraints), len(state.open)
-    parts = np.vstack([state.goal, state.result, state.whole, state.constraints, state.open]).astype(np.float64)
-    cos = blocked_product(E, np.vstack([parts, extra]).T.copy())  # (n, 3 + c + o + r): every state part at once
+    parts = np.vstack([state.goal, state.result, state.whole, state.constraints, state.open, extra]).astype(np.float32)
+    # (n, 3 + c + o + r): every state part at once, in float32 like the stored embeddings (half the
+    # memory traffic of float64; cosines of unit vectors need no more than float32's 7 digits)
+    cos = blocked_product(E, parts.T.copy()).astype(np.float64)
     out[:, col["goal_cos"]] = cos[:, 0]
     out[:, col["result_cos"]] = cos[:, 1]
     out[:, col["whole_cos"]] = cos[:, 2]
@@ -644,12 +643,13 @@ class StateScorer:
     def _reweighted(self, cands: Candidates, w: FloatArray, parts: FloatArray, dots: FloatArray) -> FloatArray:
         """(n, 3) cos(w * e, s_part) for s_part in whole, goal, result (0 for absent parts), given
         ``dots`` = e . (w * s_part) ((n, 3))."""
-        n = cands.vectors64.shape[0]
+        E = cands.vectors
+        n = E.shape[0]
         out = np.zeros((n, len(_REWEIGHTED)))
         if n == 0:
             return out
-        E = cands.vectors64
-        norms = np.sqrt(np.maximum(blocked_product(E * E, (w * w)[:, None])[:, 0], 1e-12))  # |w * e|
+        squares = np.square(E)  # (n, d) float32: |w * e|^2 = e^2 . w^2
+        norms = np.sqrt(np.maximum(blocked_product(squares, np.square(w).astype(np.float32)[:, None])[:, 0], 1e-12))
         pn = np.linalg.norm(parts, axis=1)
         present = pn > 0
         out[:, present] = dots[:, present] / (norms[:, None] * pn[present])
