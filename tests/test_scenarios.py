@@ -238,6 +238,36 @@ def test_metric_arithmetic_on_a_hand_built_ranking(tmp_path, hand_retriever):
     assert run["overall"]["terse"]["recall@5"] is None  # its only probe has nothing needed
 
 
+def test_history_is_stored_first_and_its_hits_count_as_misses(tmp_path):
+    """``history`` records go into the scenario's namespace before its events (positions first), are
+    never needed, and a distractor that outranks a needed event pushes it down (a miss at k = 5)."""
+    from retain.memory import NewMemory
+
+    probes = [probe("p1", "e3", "item 21 blue", needed=["e3"])]
+    sc = load_scenario(write(tmp_path, scenario(numbered(3), probes)))
+    seen: dict[str, Any] = {}
+
+    def spy(memory, namespace, query, state, k):
+        seen["records"] = memory.records(namespace=namespace)
+        return content_retriever(memory, namespace, query, state, k)
+
+    register_retriever("spy", spy)
+    try:
+        # ten copies of the needed event's words, each a distinct history record
+        history = [NewMemory(content=f"Note number 3: the blue item 21, copy {i}.", role="user") for i in range(10)]
+        plain = run_scenarios([sc], HashingEncoder(64), retrievers=["spy"], progress=False)
+        crowded = run_scenarios([sc], HashingEncoder(64), retrievers=["spy"], progress=False, history=history)
+    finally:
+        RETRIEVERS.pop("spy", None)
+    records = sorted(seen["records"], key=lambda r: r.seq)
+    assert [r.seq for r in records] == list(range(13))  # history 0..9, events 10..12
+    assert records[0].content.endswith("copy 0.") and records[10].source == "scenario:sc-1:e1"
+    assert plain["runs"][0]["overall"]["all"]["recall@5"] == 1.0
+    row = crowded["runs"][0]["scenarios"][0]["probes"][0]
+    assert sum(e.startswith("?") for e in row["top10"]) >= 5  # history hits are shown as unknown events
+    assert crowded["runs"][0]["overall"]["all"]["recall@5"] == 0.0
+
+
 def test_summarise_probes_integrity_pairs_and_minimum():
     rows = [
         {"needed": ["a"], "recall@5": 1.0, "recall@10": 1.0, "mrr": 1.0, "forbidden_shown": [], "terse": True,

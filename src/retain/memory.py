@@ -150,7 +150,10 @@ class MemoryConfig:
 
 MIN_RECORD_CHARS = 16
 STATE_POOL = 20
-"""Records a state brings into a search pool per state vector (whole, subgoal, last result)."""
+"""Records a state brings into a search pool per state vector (:data:`STATE_PARTS`)."""
+STATE_PARTS: tuple[str, ...] = ("whole", "goal", "result")
+"""The parts of an encoded state (:class:`~retain.state.EncodedState` fields) whose nearest records join
+a state-adaptive search's pool; each costs a scan of the namespace's embeddings when the state is new."""
 CORE_POOL = 50
 """Most core-tier records (newest first) a state-adaptive search considers."""
 RECENT_POOL = 8
@@ -1366,7 +1369,7 @@ class Memory:
     def _state_pool(self, namespace: str, encoded: Any, flt: RecordFilter) -> list[str]:
         """Ids the state brings into the pool: nearest to the whole state, to the current subgoal and
         to the last result; the core tier (mandatory records); the newest records."""
-        parts = [v for v in (encoded.whole, encoded.goal, encoded.result) if v.any()]
+        parts = [v for v in (getattr(encoded, name) for name in STATE_PARTS) if v.any()]
         ids: list[str] = []
         if parts:  # one scan of the stored embeddings for all parts
             for hits in self.store.search_vectors(namespace, np.stack(parts), flt, STATE_POOL):

@@ -351,9 +351,12 @@ def _overlaps(cands: Candidates, wanted: Sequence[frozenset[str]]) -> FloatArray
     known = np.array(sorted({vocab[t] for t in union if t in vocab}), dtype=np.intp)
     if not known.size or not n:
         return out
-    hit = np.isin(cands.term_ids, known)
+    column = np.full(len(vocab), -1, dtype=np.intp)  # term id -> column of the wanted terms (-1: not wanted)
+    column[known] = np.arange(len(known))
+    cols = column[cands.term_ids]
+    hit = cols >= 0
     present = np.zeros((n, len(known)))
-    present[cands.term_rows[hit], np.searchsorted(known, cands.term_ids[hit])] = 1.0
+    present[cands.term_rows[hit], cols[hit]] = 1.0
     member = np.zeros((len(known), len(wanted)))
     for j, w in enumerate(wanted):
         member[np.searchsorted(known, [vocab[t] for t in w if t in vocab]), j] = 1.0

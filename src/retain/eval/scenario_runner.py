@@ -39,6 +39,7 @@ over the feasible scenarios only (``feasible`` says how many).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 from tqdm import tqdm
@@ -49,7 +50,7 @@ from retain.errors import BudgetInfeasible, InvalidInput
 from retain.eval.metrics import mean_or_none, recall_at_k, reciprocal_rank
 from retain.eval.scenarios import Event, Probe, Scenario, actor_for_role
 from retain.eval.streams import CachingEncoder
-from retain.memory import Memory
+from retain.memory import Memory, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retrieve import Hit
 
@@ -124,10 +125,11 @@ def source_prefix(scenario_id: str) -> str:
     return f"scenario:{scenario_id}:"
 
 
-def add_event(mem: Memory, scenario_id: str, event: Event) -> str:
+def add_event(mem: Memory, scenario_id: str, event: Event, *, seq_offset: int = 0) -> str:
     """Store one scenario event as every replay does (runner, ``retain trace``, SAM training): text,
-    role, time, position, ``source`` = :func:`source_prefix` + event id, the event's state, and the
-    event's role as the actor (:func:`~retain.eval.scenarios.actor_for_role`). ``gold`` is never read.
+    role, time, position (``seq`` = ``seq_offset`` + the event's index), ``source`` =
+    :func:`source_prefix` + event id, the event's state, and the event's role as the actor
+    (:func:`~retain.eval.scenarios.actor_for_role`). ``gold`` is never read.
     Returns the record id (an earlier one when the text is a duplicate).
 
     Raises:
@@ -138,7 +140,7 @@ def add_event(mem: Memory, scenario_id: str, event: Event) -> str:
         namespace=scenario_id,
         role=event.role,
         event_time=event.t,
-        seq=event.index,
+        seq=seq_offset + event.index,
         source=source_prefix(scenario_id) + event.id,
         actor=actor_for_role(event.role),
         state=event.state or None,
@@ -181,10 +183,16 @@ def _score_probe(probe: Probe, ranked: list[str], current: list[bool]) -> dict[s
 
 
 def _replay(
-    scenario: Scenario, mem: Memory, retrievers: Mapping[str, Retriever], on_event: Callable[[], None]
+    scenario: Scenario,
+    mem: Memory,
+    retrievers: Mapping[str, Retriever],
+    on_event: Callable[[], None],
+    history: Sequence[NewMemory] = (),
 ) -> dict[str, Any]:
-    """Replay one scenario into ``mem``; per-probe rows for every retriever, predicted types."""
+    """Replay one scenario into ``mem`` (after ``history``); per-probe rows for every retriever, predicted types."""
     ns = scenario.id
+    if history:  # older, unrelated records first: positions 0 .. len(history) - 1, the events after them
+        mem.add_many([replace(h, seq=i) for i, h in enumerate(history)], namespace=ns)
     prefix = source_prefix(ns)
     by_after: dict[str, list[Probe]] = {}
     for probe in scenario.probes:
@@ -194,7 +202,7 @@ def _replay(
     infeasible: dict[str, str] | None = None
     for event in scenario.events:
         try:
-            record_of[event.id] = add_event(mem, ns, event)
+            record_of[event.id] = add_event(mem, ns, event, seq_offset=len(history))
         except BudgetInfeasible as exc:
             infeasible = {"event": event.id, "message": str(exc)}
             break
@@ -280,6 +288,7 @@ def run_scenarios(
     utility_factory: Callable[[], Any] | None = None,
     progress: bool = True,
     dataset: str = "scenarios",
+    history: Sequence[NewMemory] = (),
 ) -> dict[str, Any]:
     """Replay every scenario in the full memory and under each capacity budget; score each retriever.
 
@@ -291,6 +300,10 @@ def run_scenarios(
         policy: the budget policy (:data:`retain.budget.BUDGET_POLICIES`).
         utility_factory: builds the utility model of each budgeted memory; None = the memory's
             default (the shipped learned model for utility policies, which needs MiniLM vectors).
+        history: records stored in every scenario's namespace before its events (one ``add_many``;
+            ``seq`` 0 .. len - 1, the events' positions after them): unrelated older history, so the
+            probes are searched among many distractors (``benchmarks/sam_scale.py``). Its records are
+            never needed; a hit on one counts as a miss.
 
     Returns: the report dict written by ``--json``: ``runs`` holds one entry per (budget,
     retriever) with ``budget`` (None = full memory), ``overall`` (figures, see
@@ -315,7 +328,7 @@ def run_scenarios(
         utility = utility_factory() if budget is not None and budget.needs_utility and utility_factory else None
         mem = Memory(":memory:", encoder=cached, budget=budget, utility=utility)
         try:
-            replays = [(s, _replay(s, mem, chosen, lambda: bar.update(1))) for s in scenarios]
+            replays = [(s, _replay(s, mem, chosen, lambda: bar.update(1), history)) for s in scenarios]
         finally:
             mem.close()
         for name in chosen:

@@ -1,0 +1,83 @@
+"""State-adaptive retrieval among many distractors: the scenario probes with thousands of older,
+unrelated records stored before each scenario's events.
+
+The scenario files (``--data``, default ``../shared/scenarios``) are replayed as by
+``retain eval scenarios --retriever content,state``, but each scenario's namespace first receives
+``--history`` records of other conversations: the turns of the LoCoMo dev conversations, then the
+BEAM chats' messages (read from ``../shared``, never copied), in that order, with positions before the
+scenario's events. The needed events are the same; every history record is a distractor. It prints
+recall@5 / recall@10 / MRR over all probes and the terse ones for content-only and state-adaptive
+search, and the search pool settings, which the flags change (to measure what the state's share of the
+pool buys at scale):
+
+    python benchmarks/sam_scale.py [--history 7000] [--state-pool 20] [--core-pool 50] [--parts whole,goal,result]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from retain import memory as memory_module
+from retain.basis import MiniLMEncoder
+from retain.eval.beam import load_beam
+from retain.eval.datasets import load_locomo
+from retain.eval.locomo import session_items
+from retain.eval.scenario_runner import run_scenarios
+from retain.eval.scenarios import load_scenarios
+from retain.memory import NewMemory
+
+
+def history_records(locomo: str, beam: str, n: int) -> list[NewMemory]:
+    """The first ``n`` turns of the LoCoMo conversations, then of the BEAM chats, as new memories."""
+    out: list[NewMemory] = []
+    for conv in load_locomo(locomo):
+        for _, items in sorted(session_items(conv).items()):
+            out.extend(items)
+    if len(out) < n:
+        for chat in load_beam(beam):
+            out.extend(
+                NewMemory(content=m.content, role=m.role, event_time=m.time, segment=f"beam-{chat.chat_id}-{m.session}")
+                for m in chat.messages
+                if m.content.strip()
+            )
+    if len(out) < n:
+        raise SystemExit(f"--history {n}: only {len(out)} turns in {locomo} and {beam}")
+    return out[:n]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default="../shared/scenarios")
+    ap.add_argument("--locomo", default="../shared/data/locomo/locomo_dev.json")
+    ap.add_argument("--beam", default="../shared/data/beam/100K")
+    ap.add_argument("--history", type=int, default=7000, help="distractor records before each scenario")
+    ap.add_argument("--state-pool", type=int, default=memory_module.STATE_POOL)
+    ap.add_argument("--core-pool", type=int, default=memory_module.CORE_POOL)
+    ap.add_argument("--recent-pool", type=int, default=memory_module.RECENT_POOL)
+    ap.add_argument("--parts", default=",".join(memory_module.STATE_PARTS))
+    args = ap.parse_args()
+    memory_module.STATE_POOL = args.state_pool
+    memory_module.CORE_POOL = args.core_pool
+    memory_module.RECENT_POOL = args.recent_pool
+    memory_module.STATE_PARTS = tuple(p for p in args.parts.split(",") if p)
+    scenarios = load_scenarios(args.data)
+    history = history_records(args.locomo, args.beam, args.history) if args.history else []
+    t0 = time.perf_counter()
+    report = run_scenarios(scenarios, MiniLMEncoder(), retrievers=("content", "state"), history=history)
+    print(
+        f"{len(scenarios)} scenarios, {report['probes']} probes ({report['terse_probes']} terse), "
+        f"{len(history)} history records before each; pool: state {args.state_pool} per part "
+        f"({args.parts}), core {args.core_pool}, recent {args.recent_pool}; {time.perf_counter() - t0:.0f} s"
+    )
+    print(f"{'retriever':<10} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'terse r@5':>10} {'terse MRR':>10}")
+    for run in report["runs"]:
+        a, t = run["overall"]["all"], run["overall"]["terse"]
+        print(
+            f"{run['retriever']:<10} {a['recall@5']:>6.3f} {a['recall@10']:>6.3f} {a['mrr']:>6.3f} "
+            f"{t['recall@5']:>10.3f} {t['mrr']:>10.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
