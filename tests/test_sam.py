@@ -110,6 +110,12 @@ def test_state_encoder_memoises_texts() -> None:
     assert abs(float(np.linalg.norm(first.whole)) - 1.0) < 1e-5
     empty = se.encode(None)
     assert not empty.whole.any()
+    assert second is first  # kept whole: a repeated state is one lookup ...
+    with pytest.raises(ValueError):
+        first.whole[0] = 0.0  # ... so its arrays are read-only
+    changed = se.encode(state | {"last_result": "hotel booked"})
+    assert changed is not first and not np.array_equal(changed.result, first.result)
+    np.testing.assert_array_equal(changed.goal, first.goal)
 
 
 # --- scorer -----------------------------------------------------------------------------------------

@@ -43,6 +43,8 @@ MAX_ITEMS = 200
 MAX_TEXT_CHARS = 2_000
 """Longest phase, subgoal, question, result or rendered constraint value (characters); longer is refused."""
 ENCODED_CONSTRAINTS = 64
+STATE_CACHE_SIZE = 256
+"""Encoded states a :class:`StateEncoder` keeps whole (by their rendered parts), newest used last."""
 """Constraints embedded one by one; a state with more embeds the 64 most recently confirmed (the
 mapping's last entries) and reports how many it left out in :attr:`EncodedState.omitted`."""
 
@@ -291,7 +293,8 @@ class EncodedState:
 class StateEncoder:
     """Embeds :class:`AgentState` parts with ``encoder``; texts memoised in an LRU of ``cache_size``.
 
-    Deterministic for a deterministic encoder. A repeated state costs no encoder call.
+    Deterministic for a deterministic encoder. A repeated state costs no encoder call: its
+    :class:`EncodedState` (arrays read-only) is kept whole for the last :data:`STATE_CACHE_SIZE` states.
     """
 
     def __init__(self, encoder: Encoder, *, cache_size: int = 4_096) -> None:
@@ -301,6 +304,8 @@ class StateEncoder:
         self.dim = encoder.dim
         self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._cache_size = cache_size
+        # whole encoded states by their rendered parts: a repeated state costs one lookup
+        self._states: OrderedDict[tuple[tuple[str, ...], ...], EncodedState] = OrderedDict()
 
     def _vectors(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
@@ -334,6 +339,18 @@ class StateEncoder:
         ):
             slots[name] = slice(len(texts), len(texts) + len(group))
             texts.extend(group)
+        key = tuple(tuple(texts[sl]) for sl in slots.values()) + ((str(omitted),),)
+        known = self._states.get(key)
+        if known is not None:
+            self._states.move_to_end(key)
+            return known
+        encoded = self._encode(texts, slots, omitted)
+        self._states[key] = encoded
+        while len(self._states) > STATE_CACHE_SIZE:
+            self._states.popitem(last=False)
+        return encoded
+
+    def _encode(self, texts: list[str], slots: dict[str, slice], omitted: int) -> EncodedState:
         matrix = self._vectors(texts) if texts else np.zeros((0, self.dim), dtype=np.float32)
         zero = np.zeros(self.dim, dtype=np.float32)
 
@@ -347,6 +364,8 @@ class StateEncoder:
         whole = np.mean(present, axis=0) if present else zero
         norm = float(np.linalg.norm(whole))
         whole = (whole / norm).astype(np.float32) if norm > 0 and math.isfinite(norm) else zero
+        for array in (matrix, whole, zero):  # shared by every caller of a repeated state: read-only
+            array.flags.writeable = False
         return EncodedState(
             phase=one("phase"),
             goal=one("goal"),
