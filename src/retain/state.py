@@ -339,7 +339,7 @@ class StateEncoder:
         ):
             slots[name] = slice(len(texts), len(texts) + len(group))
             texts.extend(group)
-        key = tuple(tuple(texts[sl]) for sl in slots.values()) + ((str(omitted),),)
+        key = (*(tuple(texts[sl]) for sl in slots.values()), (str(omitted),))
         known = self._states.get(key)
         if known is not None:
             self._states.move_to_end(key)
