@@ -1811,7 +1811,7 @@ class _Pool:
         prev_index = np.array([position.get((r.segment, r.seq - 1), -1) if r.seq is not None else -1 for r in records])
         next_index = np.array([position.get((r.segment, r.seq + 1), -1) if r.seq is not None else -1 for r in records])
         first_names = [_first_name(r) for r in records]
-        named = _named_speakers(self.query, records)
+        named = _named_speakers(self.query, first_names)
         mentions_speaker = np.array([f in named for f in first_names])
         mentions_other = np.array([bool(named - {f}) for f in first_names])
         term_set = set(self.terms)
@@ -1863,12 +1863,12 @@ def _first_word(speaker: str) -> str:
 def _relation_text(query: str, records: Iterable[MemoryRecord]) -> str | None:
     """:func:`~retain.retrieve.relation_query` of ``query`` without the speakers of ``records`` it
     names, or None when it names none or nothing else is left."""
-    named = _named_speakers(query, records)
+    named = _named_speakers(query, map(_first_name, records))
     relation = relation_query(query, named)
     return relation if named and relation and relation != query else None
 
 
-def _named_speakers(query: str, records: Iterable[MemoryRecord]) -> set[str]:
-    """Lower-case first names of the speakers of ``records`` that ``query`` mentions."""
+def _named_speakers(query: str, first_names: Iterable[str]) -> set[str]:
+    """The lower-case speaker first names (:func:`_first_name` of records) that ``query`` mentions."""
     query_words = {w.lower() for w in _WORD_RE.findall(query)}
-    return {f for f in map(_first_name, records) if f and f in query_words}
+    return {f for f in first_names if f and f in query_words}

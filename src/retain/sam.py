@@ -206,9 +206,9 @@ class CandidateMemo:
         """Each record's row (worked out for records not seen as that object before); None when
         ``records`` are more than the memo holds."""
         out = list(map(self._slots.get, map(id, records)))
-        missing = [i for i, row in enumerate(out) if row is None]
-        if not missing:
+        if None not in out:  # every record seen before: no per-record Python work
             return np.array(out, dtype=np.intp)
+        missing = [i for i, row in enumerate(out) if row is None]
         if self._n + len(missing) > self._limit:
             if len(records) > self._limit:
                 return None
@@ -450,7 +450,7 @@ def _features(
     # recency among the candidates of the same type: the newest plan step, observation, result ...
     order = np.lexsort((-cands.positions, cands.types))
     sorted_types = cands.types[order]
-    starts = np.flatnonzero(np.r_[True, sorted_types[1:] != sorted_types[:-1]])  # first row of each type
+    starts = np.flatnonzero(np.concatenate(([True], sorted_types[1:] != sorted_types[:-1])))  # each type's first row
     group_start = starts[np.searchsorted(starts, np.arange(n), side="right") - 1]
     rank = np.zeros(n)
     rank[order] = np.arange(n) - group_start
