@@ -23,7 +23,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -197,15 +197,22 @@ class _NamespaceIndex:
 
     def rows(self, flt: RecordFilter) -> npt.NDArray[np.intp]:
         """Row numbers (ascending = oldest written first) of the records ``flt`` keeps; memoised for
-        filters without ``seqs`` or ``segments`` (those change with every query)."""
-        cacheable = flt.seqs is None and flt.segments is None
-        if cacheable and flt in self.masks:
+        filters without ``seqs`` or ``segments`` (those change with every query: they are applied to
+        the memoised rows of the rest of the filter)."""
+        if flt.seqs is not None or flt.segments is not None:
+            # the rest of the filter from the memo, then the positions / segments among those rows only
+            rows = self.rows(replace(flt, seqs=None, segments=None))
+            if flt.segments is not None:
+                rows = rows[np.isin(self.segments[rows], list(flt.segments))]
+            if flt.seqs is not None:
+                rows = rows[np.isin(self.seqs[rows], np.asarray(flt.seqs, dtype=np.float64))]
+            return rows
+        if flt in self.masks:
             return self.masks[flt]
         rows = np.flatnonzero(self.mask(flt))
-        if cacheable:
-            if len(self.masks) >= _MASK_CACHE_LIMIT:
-                self.masks.clear()
-            self.masks[flt] = rows
+        if len(self.masks) >= _MASK_CACHE_LIMIT:
+            self.masks.clear()
+        self.masks[flt] = rows
         return rows
 
     def apply(self, writes: Sequence[tuple[MemoryRecord, bool]]) -> bool:
@@ -253,15 +260,12 @@ class _NamespaceIndex:
         return True
 
     def mask(self, flt: RecordFilter) -> npt.NDArray[np.bool_]:
+        """Which rows ``flt`` keeps, all but its ``seqs`` and ``segments`` (:meth:`rows` applies those)."""
         keep = np.ones(len(self.ids), dtype=bool)
         if flt.types is not None:
             keep &= np.isin(self.types, [t.value for t in flt.types])
         if flt.tiers is not None:
             keep &= np.isin(self.tiers, [t.value for t in flt.tiers])
-        if flt.segments is not None:
-            keep &= np.isin(self.segments, list(flt.segments))
-        if flt.seqs is not None:
-            keep &= np.isin(self.seqs, list(flt.seqs))
         if not flt.include_superseded:
             keep &= self.current
         if flt.start is not None:  # NaN compares False: records with unknown times drop out
