@@ -10,7 +10,8 @@ recall@5 / recall@10 / MRR over all probes and the terse ones for content-only a
 search, and the search pool settings, which the flags change (to measure what the state's share of the
 pool buys at scale):
 
-    python benchmarks/sam_scale.py [--history 7000] [--state-pool 20] [--core-pool 50] [--parts whole,goal,result]
+    python benchmarks/sam_scale.py [--history 7000] [--state-pool 20] [--core-pool 50]
+        [--parts whole,goal,result [--parts whole ...]]
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from retain.eval.datasets import load_locomo
 from retain.eval.locomo import session_items
 from retain.eval.scenario_runner import run_scenarios
 from retain.eval.scenarios import load_scenarios
+from retain.eval.streams import CachingEncoder
 from retain.memory import NewMemory
 
 
@@ -55,27 +57,35 @@ def main() -> None:
     ap.add_argument("--state-pool", type=int, default=memory_module.STATE_POOL)
     ap.add_argument("--core-pool", type=int, default=memory_module.CORE_POOL)
     ap.add_argument("--recent-pool", type=int, default=memory_module.RECENT_POOL)
-    ap.add_argument("--parts", default=",".join(memory_module.STATE_PARTS))
+    ap.add_argument(
+        "--parts",
+        action="append",
+        help="state vectors whose nearest records join the pool, comma-separated; repeat the flag to "
+        f"compare settings in one run (texts embedded once); default {','.join(memory_module.STATE_PARTS)}",
+    )
     args = ap.parse_args()
     memory_module.STATE_POOL = args.state_pool
     memory_module.CORE_POOL = args.core_pool
     memory_module.RECENT_POOL = args.recent_pool
-    memory_module.STATE_PARTS = tuple(p for p in args.parts.split(",") if p)
     scenarios = load_scenarios(args.data)
     history = history_records(args.locomo, args.beam, args.history) if args.history else []
-    t0 = time.perf_counter()
-    report = run_scenarios(scenarios, MiniLMEncoder(), retrievers=("content", "state"), history=history)
-    print(
-        f"{len(scenarios)} scenarios, {report['probes']} probes ({report['terse_probes']} terse), "
-        f"{len(history)} history records before each; pool: state {args.state_pool} per part "
-        f"({args.parts}), core {args.core_pool}, recent {args.recent_pool}; {time.perf_counter() - t0:.0f} s"
-    )
-    print(f"{'retriever':<10} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'terse r@5':>10} {'terse MRR':>10}")
-    for run in report["runs"]:
-        a, t = run["overall"]["all"], run["overall"]["terse"]
+    encoder = CachingEncoder(MiniLMEncoder())  # shared by the settings compared: each text embedded once
+    print(f"{len(scenarios)} scenarios, {sum(len(s.probes) for s in scenarios)} probes, {len(history)} history records")
+    print(f"{'parts':<20} {'retriever':<10} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'terse r@5':>10} {'terse MRR':>10}")
+    for parts in args.parts or [",".join(memory_module.STATE_PARTS)]:
+        memory_module.STATE_PARTS = tuple(p for p in parts.split(",") if p)
+        t0 = time.perf_counter()
+        report = run_scenarios(scenarios, encoder, retrievers=("content", "state"), history=history, progress=False)
+        for run in report["runs"]:
+            a, t = run["overall"]["all"], run["overall"]["terse"]
+            print(
+                f"{parts:<20} {run['retriever']:<10} {a['recall@5']:>6.3f} {a['recall@10']:>6.3f} "
+                f"{a['mrr']:>6.3f} {t['recall@5']:>10.3f} {t['mrr']:>10.3f}"
+            )
         print(
-            f"{run['retriever']:<10} {a['recall@5']:>6.3f} {a['recall@10']:>6.3f} {a['mrr']:>6.3f} "
-            f"{t['recall@5']:>10.3f} {t['mrr']:>10.3f}"
+            f"  (state {args.state_pool} per part, core {args.core_pool}, recent {args.recent_pool}; "
+            f"{time.perf_counter() - t0:.0f} s)",
+            flush=True,
         )
 
 
