@@ -287,6 +287,47 @@ def test_search_with_state_surfaces_what_the_phase_needs() -> None:
     ]
 
 
+class BatchCountingEncoder(HashingEncoder):
+    """HashingEncoder that records the size of every batch it embeds."""
+
+    def __init__(self, dim: int = DIM) -> None:
+        super().__init__(dim=dim)
+        self.batches: list[int] = []
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.batches.append(len(texts))
+        return super().encode(texts)
+
+
+def test_a_new_state_is_embedded_in_the_query_batch_and_ranks_as_if_encoded_apart() -> None:
+    _, scorer = _memory_with_scorer()
+    enc = BatchCountingEncoder()
+    mem = Memory(encoder=enc, state_scorer=scorer)
+    ns = "trip"
+    mem.add("Hard limit: total budget 4200 EUR.", namespace=ns, type="hard_constraint", state={"phase": "clarify"})
+    mem.add("We prefer a hotel with a pool near the old town.", namespace=ns)
+    mem.add("The train to Lyon leaves at 9.", namespace=ns)
+    state = {"phase": "book_hotel", "subgoals": ["hotel with a pool"], "constraints": {"budget": "4200 EUR"}}
+    enc.batches.clear()
+    hits = mem.search("ok, continue", namespace=ns, k=3, state=state)
+    # one forward pass: the query, the phase, the subgoal and the constraint
+    assert enc.batches == [4]
+    mem.search("ok, continue", namespace=ns, k=3, state=state)
+    assert enc.batches == [4, 1]  # a repeated state: the query alone
+    mem.search("ok, continue", namespace=ns, k=3, state=state | {"last_result": "3 hotels found"})
+    assert enc.batches == [4, 1, 2]  # only the new part joins the query
+    # the same ranking and scores as a Memory that embeds the state on its own first
+    other = Memory(encoder=HashingEncoder(dim=DIM), state_scorer=scorer)
+    for r in mem.records(namespace=ns):
+        other.add(
+            r.content, namespace=ns, type=r.type, state=r.metadata.get("phase") and {"phase": r.metadata["phase"]}
+        )
+    other.state_encoder.encode(state)
+    again = other.search("ok, continue", namespace=ns, k=3, state=state)
+    assert [h.record.content for h in again] == [h.record.content for h in hits]
+    np.testing.assert_allclose([h.score for h in again], [h.score for h in hits], rtol=0, atol=1e-9)
+
+
 def test_search_refuses_bad_state_and_keeps_records() -> None:
     mem, _ = _memory_with_scorer()
     mem.add("Hard limit: total budget 4200 EUR.", namespace="n")

@@ -320,9 +320,36 @@ class StateEncoder:
             self._cache.popitem(last=False)
         return out
 
-    def encode(self, state: AgentState | Mapping[str, Any] | None) -> EncodedState:
-        """Embed ``state`` (validated with :meth:`AgentState.from_dict`)."""
-        st = AgentState.from_dict(state)
+    def missing(self, state: AgentState | Mapping[str, Any] | None) -> list[str]:
+        """The texts of ``state``'s parts that :meth:`encode` would embed now (none for a repeated
+        state), in order, each once: a caller can embed them in a batch it runs anyway (the query's)
+        and hand the vectors over with :meth:`add_vectors`."""
+        texts, slots, omitted = self._render(AgentState.from_dict(state))
+        if self._key(texts, slots, omitted) in self._states:
+            return []
+        return [t for t in dict.fromkeys(texts) if t not in self._cache]
+
+    def add_vectors(self, texts: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        """Memoise ``vectors`` ((len(texts), dim) float32, this encoder's embeddings of ``texts``).
+
+        Raises:
+            InvalidInput: ``vectors`` is not (len(texts), dim).
+        """
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(texts), self.dim):
+            raise InvalidInput(f"vectors: expected ({len(texts)}, {self.dim}), got {vectors.shape}")
+        for text, vec in zip(texts, vectors, strict=True):
+            self._cache[text] = vec
+            self._cache.move_to_end(text)
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+
+    @staticmethod
+    def _key(texts: list[str], slots: dict[str, slice], omitted: int) -> tuple[tuple[str, ...], ...]:
+        return (*(tuple(texts[sl]) for sl in slots.values()), (str(omitted),))
+
+    def _render(self, st: AgentState) -> tuple[list[str], dict[str, slice], int]:
+        """The texts of ``st``'s parts, where each part's texts sit among them, and the constraints left out."""
         items = list(st.constraints.items())
         omitted = max(0, len(items) - ENCODED_CONSTRAINTS)
         items = items[omitted:]
@@ -339,7 +366,12 @@ class StateEncoder:
         ):
             slots[name] = slice(len(texts), len(texts) + len(group))
             texts.extend(group)
-        key = (*(tuple(texts[sl]) for sl in slots.values()), (str(omitted),))
+        return texts, slots, omitted
+
+    def encode(self, state: AgentState | Mapping[str, Any] | None) -> EncodedState:
+        """Embed ``state`` (validated with :meth:`AgentState.from_dict`)."""
+        texts, slots, omitted = self._render(AgentState.from_dict(state))
+        key = self._key(texts, slots, omitted)
         known = self._states.get(key)
         if known is not None:
             self._states.move_to_end(key)
