@@ -32,37 +32,14 @@ from retain.eval.streams import CachingEncoder
 from retain.graph import GraphConfig
 from retain.state import StateEncoder
 
+# fmt: off
 WORDS = (
-    "budget",
-    "hotel",
-    "flight",
-    "train",
-    "museum",
-    "allergy",
-    "deadline",
-    "invoice",
-    "refund",
-    "courier",
-    "tag",
-    "bag",
-    "kitchen",
-    "permit",
-    "contractor",
-    "quote",
-    "recital",
-    "tempo",
-    "chord",
-    "paper",
-    "sample",
-    "window",
-    "api",
-    "webhook",
-    "key",
-    "rate",
-    "limit",
-    "test",
+    "budget", "hotel", "flight", "train", "museum", "allergy", "deadline", "invoice", "refund",
+    "courier", "tag", "bag", "kitchen", "permit", "contractor", "quote", "recital", "tempo",
+    "chord", "paper", "sample", "window", "api", "webhook", "key", "rate", "limit", "test",
     "flake",
 )
+# fmt: on
 
 
 class _BuildCache(CachingEncoder):
