@@ -64,6 +64,12 @@ def main() -> None:
         f"compare settings in one run (texts embedded once); default {','.join(memory_module.STATE_PARTS)}",
     )
     args = ap.parse_args()
+    if args.history < 0:
+        ap.error(f"--history: a number of records >= 0, got {args.history}")
+    for parts in args.parts or []:
+        unknown = set(parts.split(",")) - {"whole", "goal", "result"}
+        if unknown:
+            ap.error(f"--parts: {sorted(unknown)} not among whole, goal, result")
     memory_module.STATE_POOL = args.state_pool
     memory_module.CORE_POOL = args.core_pool
     memory_module.RECENT_POOL = args.recent_pool

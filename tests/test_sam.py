@@ -328,6 +328,42 @@ def test_a_new_state_is_embedded_in_the_query_batch_and_ranks_as_if_encoded_apar
     np.testing.assert_allclose([h.score for h in again], [h.score for h in hits], rtol=0, atol=1e-9)
 
 
+def test_add_vectors_refuses_non_finite_and_keeps_its_own_read_only_copy() -> None:
+    enc = HashingEncoder(dim=DIM)
+    se = StateEncoder(enc)
+    state = {"phase": "a", "subgoals": ["find a room"]}
+    texts = se.missing(state)
+    bad = enc.encode(texts)
+    bad[0, 0] = np.nan
+    with pytest.raises(InvalidInput, match="not finite"):
+        se.add_vectors(texts, bad)
+    assert se.missing(state) == texts  # nothing memoised
+    good = enc.encode(texts)
+    se.add_vectors(texts, good)
+    good[:] = 7.0  # the caller's buffer changes afterwards ...
+    encoded = se.encode(state)
+    assert float(encoded.goal.max()) < 1.0  # ... the memoised copy does not
+    with pytest.raises(TypeError):
+        encoded.texts["phase"] = ("x",)  # type: ignore[index]
+
+
+class ShortEncoder(HashingEncoder):
+    """Returns one row fewer than asked for batches of more than one text."""
+
+    def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        out = super().encode(texts)
+        return out[:-1] if len(texts) > 1 else out
+
+
+def test_an_encoder_with_a_wrong_batch_shape_is_named_in_a_state_search() -> None:
+    _, scorer = _memory_with_scorer()
+    mem = Memory(encoder=ShortEncoder(dim=DIM), state_scorer=scorer)
+    mem.add("We prefer a hotel with a pool near the old town.", namespace="n")
+    with pytest.raises(InvalidInput, match=r"encoder hashing.*returned shape"):
+        mem.search("ok, continue", namespace="n", state={"phase": "book", "subgoals": ["pick a hotel"]})
+    assert len(mem.search("hotel pool", namespace="n")) == 1  # content search unaffected, record kept
+
+
 def test_search_refuses_bad_state_and_keeps_records() -> None:
     mem, _ = _memory_with_scorer()
     mem.add("Hard limit: total budget 4200 EUR.", namespace="n")

@@ -266,6 +266,10 @@ def test_history_is_stored_first_and_its_hits_count_as_misses(tmp_path):
     row = crowded["runs"][0]["scenarios"][0]["probes"][0]
     assert sum(e.startswith("?") for e in row["top10"]) >= 5  # history hits are shown as unknown events
     assert crowded["runs"][0]["overall"]["all"]["recall@5"] == 0.0
+    with pytest.raises(InvalidInput, match="history: item 1 is a dict"):
+        run_scenarios([sc], HashingEncoder(64), progress=False, history=[history[0], {"content": "x" * 20}])
+    with pytest.raises(InvalidInput, match="not with budgets"):
+        run_scenarios([sc], HashingEncoder(64), budgets=[3], progress=False, history=history)
 
 
 def test_summarise_probes_integrity_pairs_and_minimum():

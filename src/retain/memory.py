@@ -1269,7 +1269,12 @@ class Memory:
             # the state's parts not embedded yet go in the query's forward pass: a batch of a few short
             # texts costs about one text, so a new state adds little to the query embedding
             missing = self.state_encoder.missing(st)
-            vectors = self.encoder.encode([query, *missing])
+            vectors = np.asarray(self.encoder.encode([query, *missing]))
+            if vectors.shape != (1 + len(missing), self.encoder.dim):
+                raise InvalidInput(
+                    f"encoder {self.encoder.name}: returned shape {vectors.shape} for the query and "
+                    f"{len(missing)} state texts, expected ({1 + len(missing)}, {self.encoder.dim})"
+                )
             self.state_encoder.add_vectors(missing, vectors[1:])
             query_vector = vectors[0]
         encoded = self.state_encoder.encode(st) if use_state else None

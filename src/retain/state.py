@@ -16,6 +16,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -43,10 +44,10 @@ MAX_ITEMS = 200
 MAX_TEXT_CHARS = 2_000
 """Longest phase, subgoal, question, result or rendered constraint value (characters); longer is refused."""
 ENCODED_CONSTRAINTS = 64
-STATE_CACHE_SIZE = 256
-"""Encoded states a :class:`StateEncoder` keeps whole (by their rendered parts), newest used last."""
 """Constraints embedded one by one; a state with more embeds the 64 most recently confirmed (the
 mapping's last entries) and reports how many it left out in :attr:`EncodedState.omitted`."""
+STATE_CACHE_SIZE = 256
+"""Encoded states a :class:`StateEncoder` keeps whole (by their rendered parts), newest used last."""
 
 STATE_KEYS = frozenset({"phase", "subgoals", "constraints", "uncertain", "open_questions", "last_result", "features"})
 """Keys of a state mapping that :meth:`AgentState.from_dict` reads as fields; any other key is kept as
@@ -310,8 +311,7 @@ class StateEncoder:
     def _vectors(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if missing:
-            for text, vec in zip(missing, self.encoder.encode(missing), strict=True):
-                self._cache[text] = np.asarray(vec, dtype=np.float32)
+            self.add_vectors(missing, self.encoder.encode(missing))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
             out[i] = self._cache[text]
@@ -333,11 +333,14 @@ class StateEncoder:
         """Memoise ``vectors`` ((len(texts), dim) float32, this encoder's embeddings of ``texts``).
 
         Raises:
-            InvalidInput: ``vectors`` is not (len(texts), dim).
+            InvalidInput: ``vectors`` is not (len(texts), dim), or not finite; nothing is memoised then.
         """
-        vectors = np.asarray(vectors, dtype=np.float32)
+        vectors = np.array(vectors, dtype=np.float32)  # a copy: the caller's buffer may change
         if vectors.shape != (len(texts), self.dim):
             raise InvalidInput(f"vectors: expected ({len(texts)}, {self.dim}), got {vectors.shape}")
+        if not np.all(np.isfinite(vectors)):
+            raise InvalidInput("vectors: not finite (NaN or inf); nothing memoised")
+        vectors.flags.writeable = False
         for text, vec in zip(texts, vectors, strict=True):
             self._cache[text] = vec
             self._cache.move_to_end(text)
@@ -406,5 +409,5 @@ class StateEncoder:
             open=matrix[slots["open"]],
             whole=whole,
             omitted=omitted,
-            texts={name: tuple(texts[sl]) for name, sl in slots.items()},
+            texts=MappingProxyType({name: tuple(texts[sl]) for name, sl in slots.items()}),  # shared: read-only
         )

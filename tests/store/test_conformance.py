@@ -369,6 +369,7 @@ def test_vector_search_honours_filters(store: Store, corpus: dict[str, MemoryRec
     assert found(RecordFilter(types=(MemoryType.GOAL,))) == ["goal"]
     assert found(RecordFilter(segments=("s1",), include_superseded=True)) == ["fact", "goal", "old"]
     assert found(RecordFilter(seqs=(2, 5))) == ["core", "fact"]
+    assert found(RecordFilter(seqs=frozenset({2, 5}))) == ["core", "fact"]  # any collection of positions
     assert found(RecordFilter(start=T0 + timedelta(days=1), end=T0 + timedelta(days=3))) == ["fact", "plan"]
     assert found(RecordFilter(start=T0 + timedelta(days=30))) == []
 

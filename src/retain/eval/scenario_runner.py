@@ -321,13 +321,17 @@ def run_scenarios(
 
     Raises:
         InvalidInput: unknown retriever, duplicate retriever or budget, negative budget, bad policy,
-            ``history`` with ``budgets``.
+            ``history`` with ``budgets`` or holding anything but :class:`~retain.memory.NewMemory`.
     """
     chosen = {name: get_retriever(name) for name in retrievers}
     if len(chosen) != len(retrievers) or not chosen:
         raise InvalidInput(f"retrievers: give distinct names, got {list(retrievers)}")
     if len(set(budgets)) != len(budgets):
         raise InvalidInput(f"budgets: duplicates in {list(budgets)}")
+    history = list(history)
+    for i, item in enumerate(history):
+        if not isinstance(item, NewMemory):
+            raise InvalidInput(f"history: item {i} is a {type(item).__name__}, expected a NewMemory")
     if history and budgets:
         raise InvalidInput("history: for the full-memory run only, not with budgets")
     grid: list[Budget | None] = [None, *(Budget(capacity=n, policy=policy) for n in budgets)]

@@ -205,7 +205,7 @@ class _NamespaceIndex:
             if flt.segments is not None:
                 rows = rows[np.isin(self.segments[rows], list(flt.segments))]
             if flt.seqs is not None:
-                rows = rows[np.isin(self.seqs[rows], np.asarray(flt.seqs, dtype=np.float64))]
+                rows = rows[np.isin(self.seqs[rows], list(flt.seqs))]
             return rows
         if flt in self.masks:
             return self.masks[flt]
