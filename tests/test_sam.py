@@ -347,6 +347,16 @@ def test_add_vectors_refuses_non_finite_and_keeps_its_own_read_only_copy() -> No
         encoded.texts["phase"] = ("x",)  # type: ignore[index]
 
 
+def test_a_state_with_more_texts_than_the_text_cache_still_encodes() -> None:
+    """The text LRU is trimmed after a call has read its own texts, not before (a 3-text state on a
+    2-text cache raised KeyError when trimming ran first)."""
+    state = {"phase": "a", "subgoals": ["find a room"], "last_result": "no rooms left"}
+    small = StateEncoder(HashingEncoder(dim=DIM), cache_size=2).encode(state)
+    large = StateEncoder(HashingEncoder(dim=DIM)).encode(state)
+    for name in ("phase", "goal", "result", "whole"):
+        np.testing.assert_array_equal(getattr(small, name), getattr(large, name))
+
+
 class ShortEncoder(HashingEncoder):
     """Returns one row fewer than asked for batches of more than one text."""
 

@@ -311,13 +311,12 @@ class StateEncoder:
     def _vectors(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if missing:
-            self.add_vectors(missing, self.encoder.encode(missing))
+            self._memoise(missing, self.encoder.encode(missing))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for i, text in enumerate(texts):
             out[i] = self._cache[text]
             self._cache.move_to_end(text)
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        self._trim()  # only after reading: this call's own texts may be more than the cache holds
         return out
 
     def missing(self, state: AgentState | Mapping[str, Any] | None) -> list[str]:
@@ -335,6 +334,11 @@ class StateEncoder:
         Raises:
             InvalidInput: ``vectors`` is not (len(texts), dim), or not finite; nothing is memoised then.
         """
+        self._memoise(texts, vectors)
+        self._trim()
+
+    def _memoise(self, texts: Sequence[str], vectors: npt.NDArray[np.float32]) -> None:
+        """Check ``vectors`` and memoise a read-only copy of each, newest used last (no eviction)."""
         vectors = np.array(vectors, dtype=np.float32)  # a copy: the caller's buffer may change
         if vectors.shape != (len(texts), self.dim):
             raise InvalidInput(f"vectors: expected ({len(texts)}, {self.dim}), got {vectors.shape}")
@@ -344,6 +348,8 @@ class StateEncoder:
         for text, vec in zip(texts, vectors, strict=True):
             self._cache[text] = vec
             self._cache.move_to_end(text)
+
+    def _trim(self) -> None:
         while len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
 
