@@ -729,3 +729,26 @@ def test_value_features_find_the_record_that_set_the_current_value() -> None:
     z = state_features(plain, None, candidates_from_records(recs))
     names = ["value_match", "value_setter", "goal_value_match", "result_value_match"]
     assert not z[:, [col[n] for n in names]].any()
+
+
+def test_add_works_out_the_state_scorers_per_text_inputs_at_write_time() -> None:
+    """A stored record's terms and canonical values are memoised when it is written, so the first
+    state-adaptive search that reads it does not pay for them; not with the state scorer off."""
+    from retain.sam import content_terms
+    from retain.values import canonical_values
+
+    text = "written-once marker 7f3a: the deposit of 1,240 EUR is due on Aug 9 at 15:30"
+    other = "written-once marker 9c2e: the deposit of 980 EUR is due on Aug 11 at 10:00"
+    for mem, expected in (
+        (Memory(encoder=HashingEncoder(dim=DIM)), 1),
+        (Memory(encoder=HashingEncoder(dim=DIM), state_scorer=False), 0),
+    ):
+        probe = text if expected else other
+        mem.add(probe, namespace="ns")
+        values_hits, terms_hits = canonical_values.cache_info().hits, content_terms.cache_info().hits
+        assert canonical_values(probe) == frozenset(
+            {"n:1240", "d:8-9", "t:930"} if expected else {"n:980", "d:8-11", "t:600"}
+        )
+        content_terms(probe)
+        assert canonical_values.cache_info().hits - values_hits == expected
+        assert content_terms.cache_info().hits - terms_hits == expected

@@ -76,6 +76,7 @@ from retain.store.base import (
 from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
 from retain.temporal import time_boost, time_refs_metadata
+from retain.values import canonical_values
 
 if TYPE_CHECKING:
     from retain.canary import CanaryReport
@@ -497,9 +498,10 @@ class Memory:
             except BaseException:
                 self._hot.pop(namespace, None)
                 raise
-            if self._state_scorer is not False:  # the state scorer's term features, memoised by text, worked
+            if self._state_scorer is not False:  # the state scorer's terms and values, memoised by text, worked
                 for r in fresh:  # out once here rather than by the first search with a state that reads r
-                    content_terms(r.content)
+                    content_terms(r.content)  # (~5 us a record)
+                    canonical_values(r.content)  # (~60-140 us a record: most of a cold state search)
         elif edges:  # every item was already held: only its derived_from edges are new
             self.store.put([], edges=edges)
         return ids
