@@ -219,3 +219,32 @@ def test_memory_keeps_a_hard_constraint_without_an_explicit_correction_and_audit
     fixed = m.add("Actually, the total budget for the whole trip is 6000 EUR.", namespace=NS)
     assert m.get(cap, namespace=NS).superseded_by == fixed
     assert m.get(fixed, namespace=NS).type is MemoryType.HARD_CONSTRAINT
+
+
+def test_a_long_batch_finds_a_correction_far_back_and_bounds_what_each_record_is_compared_with() -> None:
+    """In a batch, a record is compared with every earlier one only while they are few (<= 4 * window);
+    after that with its nearest and best term matches among them, which still find a correction of a
+    record hundreds of items back; decide() never sees more than 2 * window earlier batch records."""
+    import retain.conflict as conflict
+
+    filler = [
+        NewMemory(f"Note {i}: the courier van {i % 7} left depot {chr(65 + i % 26)} on schedule.") for i in range(300)
+    ]
+    items = [NewMemory("My preferred name is Sam."), *filler, NewMemory("Correction: my preferred name is Alex.")]
+    seen: list[int] = []
+    real = conflict.decide
+
+    def counting(new: MemoryRecord, candidates: list[tuple[MemoryRecord, float]], **kw: object) -> object:
+        seen.append(len(candidates))
+        return real(new, candidates, **kw)  # type: ignore[arg-type]
+
+    m = mem()
+    conflict.decide = counting  # type: ignore[assignment]
+    try:
+        ids = m.add_many(items, namespace=NS)
+    finally:
+        conflict.decide = real
+    assert m.get(ids[0], namespace=NS).superseded_by == ids[-1]
+    assert len(seen) >= 300  # every filler carries a number: each one reaches decide()
+    assert seen[:40] == list(range(1, 41))  # up to 4 * window (the default 10) earlier records: all of them
+    assert max(seen[40:]) <= 2 * 10  # then at most 2 * window (nothing was stored before the batch)

@@ -53,12 +53,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import math
 import re
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from retain.lexical import STOPWORDS, index_terms, query_terms
 from retain.record import MemoryRecord, MemoryType
@@ -359,7 +362,7 @@ class ConflictJudge(Protocol):
         ...
 
 
-def _overlap(a: set[str], b: set[str]) -> float:
+def _overlap(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     if not a or not b:
         return 0.0
     return len(a & b) / min(len(a), len(b))
@@ -377,14 +380,22 @@ def _aligned_change(new: dict[str, set[str]], old: dict[str, set[str]]) -> list[
     return [(o, n) for o in gone for n in came if old[o] & new[n] and "#id" not in old[o] | new[n]]
 
 
-def _adopted(text: str, old_terms: set[str]) -> bool:
-    """True when what a cue sentence switches *to* ("switch to the oiled oak block") is already
-    said by the old record: the old record proposed the new state rather than contradicting it."""
-    for m in _DESTINATION.finditer(_cue_sentences(text)):
-        dest = subject_terms(m.group(1))
-        if dest and dest <= old_terms:
-            return True
-    return False
+def _destinations(text: str) -> list[set[str]]:
+    """Subject terms of what each cue sentence of ``text`` switches *to* ("switch to the oiled oak
+    block"); :func:`decide` drops an old record that already says one of them (:func:`_adopted`)."""
+    return [dest for m in _DESTINATION.finditer(_cue_sentences(text)) if (dest := subject_terms(m.group(1)))]
+
+
+def _adopted(destinations: Sequence[set[str]], old_terms: AbstractSet[str]) -> bool:
+    """True when the old record already says what the new one switches to (``destinations``, from
+    :func:`_destinations`): it proposed the new state rather than contradicting it."""
+    return any(dest <= old_terms for dest in destinations)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _old_terms(text: str) -> frozenset[str]:
+    """:func:`subject_terms` of a candidate's text, memoised: a record is a candidate of many new ones."""
+    return frozenset(subject_terms(text))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -432,10 +443,11 @@ def decide(
             cues = ()
     best: ConflictDecision | None = None
     held: ConflictDecision | None = None  # the best update the hard-constraint rule refused
+    destinations = _destinations(text)  # once, not per candidate
     for old, cos in candidates:
         if old.id == new.id or old.namespace != new.namespace or not old.is_current:
             continue
-        old_terms = subject_terms(old.content)
+        old_terms = _old_terms(old.content)
         old_slots = value_slots(old.content)
         overlap = _overlap(new_terms, old_terms)
         changed = bool(new_slots and old_slots and set(new_slots) != set(old_slots))
@@ -443,7 +455,11 @@ def decide(
             decision = ConflictDecision(
                 Relation.PARAPHRASE, old, overlap, cos, cues, f"paraphrase (cos {cos:.2f})", (), 10.0 + cos
             )
-        elif not can_update or (reflective and old.role not in policy.reflective_roles) or _adopted(text, old_terms):
+        elif (
+            not can_update
+            or (reflective and old.role not in policy.reflective_roles)
+            or _adopted(destinations, old_terms)
+        ):
             continue
         else:
             old_terms_all = old_terms | {w[:2] for w in old_terms if _LATIN.match(w)} | set(old_slots)
@@ -561,7 +577,10 @@ def find_updates(
 
     Each record is compared (:func:`decide`) with the current records of ``namespace`` (any tier)
     that are among its ``window`` dense neighbours or its ``window`` best BM25 matches, and with the
-    records before it in ``records``. A record is superseded at most once per call.
+    records before it in ``records``: all of them while they are at most ``4 * window``, else, the same
+    way as the stored ones, its ``window`` nearest by cosine and its ``window`` best term matches among
+    them (:func:`_earlier_candidates`; comparing with every earlier one made a batch of n records cost
+    O(n^2) rule evaluations: minutes for a few thousand turns). A record is superseded at most once per call.
 
     Returns:
         (new record, decision) pairs with ``decision.relation == Relation.UPDATE``; the superseded
@@ -571,7 +590,7 @@ def find_updates(
         take part.
     """
     out: list[tuple[MemoryRecord, ConflictDecision]] = []
-    earlier: list[MemoryRecord] = []
+    earlier = _Earlier(window)
     retired: set[str] = set()
     everywhere = RecordFilter(tiers=None)
     for rec in records:
@@ -580,11 +599,11 @@ def find_updates(
         if not _may_update(rec.content):  # no cue, number or negation: no rule of decide() can fire
             earlier.append(rec)
             continue
+        terms = query_terms(rec.content)
         ids = [h.id for h in store.search_vector(namespace, rec.embedding, everywhere, limit=window)]
         if store.supports_lexical:
-            terms = query_terms(rec.content)
             ids += [h.id for h in store.search_lexical(namespace, terms, everywhere, limit=window)]
-        pool = store.get(namespace, list(dict.fromkeys(ids))) + earlier
+        pool = store.get(namespace, list(dict.fromkeys(ids))) + earlier.candidates(rec, terms)
         candidates = [(r, _cosine(rec, r)) for r in pool if r.id not in retired and r.embedding is not None]
         decision = decide(rec, candidates, policy=policy, judge=judge)
         if decision.relation is Relation.UPDATE and decision.target is not None:
@@ -594,6 +613,54 @@ def find_updates(
             out.append((rec, decision))
         earlier.append(rec)
     return out
+
+
+class _Earlier:
+    """The records of a :func:`find_updates` batch seen so far, and which of them a new record is
+    compared with: all while they are at most ``4 * window``; else the ``window`` with the highest
+    cosine to it and the ``window`` sharing the most of its query terms (each shared term weighted by
+    its inverse document frequency among them, log(1 + n / df): BM25 without length normalisation),
+    ties to the later record."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.records: list[MemoryRecord] = []
+        self._unit: list[npt.NDArray[np.float32]] = []  # each record's L2-normalised embedding
+        self._postings: dict[str, list[int]] = {}
+        self._indexed = 0  # records[:_indexed] are in _postings
+
+    def append(self, rec: MemoryRecord) -> None:
+        assert rec.embedding is not None
+        v = rec.embedding.astype(np.float32)
+        norm = float(np.linalg.norm(v))
+        self._unit.append(v / norm if norm else v)
+        self.records.append(rec)
+
+    def candidates(self, rec: MemoryRecord, terms: Sequence[str]) -> list[MemoryRecord]:
+        n = len(self.records)
+        if n <= 4 * self.window:
+            return list(self.records)
+        assert rec.embedding is not None
+        picked: dict[int, None] = {}
+        widths = {len(u) for u in self._unit}
+        if widths == {len(rec.embedding)}:
+            cos = np.stack(self._unit) @ rec.embedding.astype(np.float32)
+            # stable sort of the reversed list: of equal cosines the later record comes first
+            order = n - 1 - np.argsort(-cos[::-1], kind="stable")[: self.window]
+            picked.update(dict.fromkeys(order.tolist()))
+        for j in range(self._indexed, n):  # index the records appended since the last call
+            for term in set(query_terms(self.records[j].content)):
+                self._postings.setdefault(term, []).append(j)
+        self._indexed = n
+        weight: dict[int, float] = {}
+        for term in set(terms):
+            rows = self._postings.get(term, ())
+            idf = math.log1p(n / len(rows)) if rows else 0.0
+            for j in rows:
+                weight[j] = weight.get(j, 0.0) + idf
+        best = sorted(weight, key=lambda j: (-weight[j], -j))[: self.window]
+        picked.update(dict.fromkeys(best))
+        return [self.records[j] for j in sorted(picked)]
 
 
 def _may_update(text: str) -> bool:
