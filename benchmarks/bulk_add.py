@@ -1,0 +1,60 @@
+"""One large ``Memory.add_many`` call with supersede detection on (the default): how long thousands of
+conversation turns take to store, and how much of it is supersede detection.
+
+The turns are the LoCoMo dev conversations', then the BEAM chats' messages (read from ``../shared``,
+never copied), as ``benchmarks/sam_scale.py`` stores them. HashingEncoder (384 dims) by default, so the
+figure is the library's own work, not a model's forward pass.
+
+    python benchmarks/bulk_add.py [--records 4000] [--batch 0] [--no-supersede]
+        [--locomo PATH] [--beam PATH]
+
+``--batch 0`` (default) adds all records in one call; ``--batch N`` in calls of N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+from retain import HashingEncoder, Memory, MemoryConfig
+from retain import conflict as conflict_module
+from sam_scale import history_records
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=4000)
+    ap.add_argument("--batch", type=int, default=0, help="records per add_many call (0: all in one)")
+    ap.add_argument("--no-supersede", action="store_true", help="MemoryConfig(supersede=False)")
+    ap.add_argument("--locomo", default="../shared/data/locomo/locomo_dev.json")
+    ap.add_argument("--beam", default="../shared/data/beam/100K")
+    args = ap.parse_args()
+    if args.records < 1 or args.batch < 0:
+        ap.error("--records must be >= 1 and --batch >= 0")
+    items = history_records(args.locomo, args.beam, args.records)
+    spent = {"find_updates": 0.0}
+    real: Callable[..., Any] = conflict_module.find_updates
+
+    def timed(*a: Any, **kw: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return real(*a, **kw)
+        finally:
+            spent["find_updates"] += time.perf_counter() - t0
+
+    conflict_module.find_updates = timed  # Memory imports it at call time
+    mem = Memory(encoder=HashingEncoder(dim=384), config=MemoryConfig(supersede=not args.no_supersede))
+    step = args.batch or len(items)
+    t0, c0 = time.perf_counter(), time.process_time()
+    for start in range(0, len(items), step):
+        mem.add_many(items[start : start + step], namespace="bulk")
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    stored = len(mem.records(namespace="bulk"))
+    print(f"{len(items)} turns in calls of {step}: {wall:.1f} s wall ({len(items) / wall:,.0f} records/s), {cpu:.1f} s CPU")
+    print(f"  supersede detection (find_updates): {spent['find_updates']:.1f} s; records stored: {stored}")
+
+
+if __name__ == "__main__":
+    main()
