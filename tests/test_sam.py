@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -450,10 +451,29 @@ def _reference_features(
                     return 1.0
         return 0.0
 
+    def newest_of(keep: object) -> int | None:
+        """The record of highest position (the first on ties) whose lower-cased role passes ``keep``."""
+        rows = [j for j, o in enumerate(recs) if keep(o.role.lower())]  # type: ignore[operator]
+        return max(rows, key=lambda j: (positions[j], -j)) if rows else None
+
+    last = {
+        "last": newest_of(lambda role: True),
+        "last_user": newest_of(lambda role: role == "user"),
+        "last_tool": newest_of(lambda role: role in {"tool", "system", "function", "observation"}),
+        "last_agent": newest_of(lambda role: role.startswith(("agent", "assistant"))),
+    }
     rows = []
     for i, r in enumerate(recs):
         e = r.embedding
         terms = content_terms(r.content)
+        newest_cos = {
+            f"{name}_cos": 0.0 if j is None else cos(e, recs[j].embedding)  # type: ignore[arg-type]
+            for name, j in last.items()
+        }
+        newest_share = {
+            f"{name}_overlap": 0.0 if last[name] is None else share(terms, content_terms(recs[last[name]].content))  # type: ignore[index]
+            for name in last
+        }
         same_type_newer = sum(
             1
             for j, o in enumerate(recs)
@@ -503,6 +523,8 @@ def _reference_features(
             "value_setter": setter(i),
             "goal_value_match": share(record_values[i], goal_values),
             "result_value_match": share(record_values[i], result_values),
+            **newest_cos,
+            **newest_share,
         }
         rows.append([row[name] for name in STATE_FEATURES])
     return np.array(rows, dtype=np.float64).reshape(len(recs), len(STATE_FEATURES))
@@ -752,3 +774,36 @@ def test_add_works_out_the_state_scorers_per_text_inputs_at_write_time() -> None
         content_terms(probe)
         assert canonical_values.cache_info().hits - values_hits == expected
         assert content_terms.cache_info().hits - terms_hits == expected
+
+
+def test_newest_record_features_read_what_the_stream_said_last() -> None:
+    """The cosine with the newest record of all and of each role (user, tool, agent), and the share of
+    each of those records' terms: a terse "ok, continue" leans on what the stream said last."""
+    from retain.sam import state_features
+
+    enc = HashingEncoder(dim=DIM)
+    texts = [
+        "Marta is coeliac: strictly gluten free food only.",
+        "Hotel list: Alpenhof, Rosengarten, Seeblick.",
+        "The quieter one please.",
+        "Booking Rosengarten; checking it can cook gluten free food for Marta.",
+        "Seeblick is fully booked.",
+    ]
+    roles = ["user", "tool", "user", "agent_thought", "tool"]
+    recs = [replace(r, role=role) for r, role in zip(_records(texts, enc), roles, strict=True)]
+    col = {name: i for i, name in enumerate(STATE_FEATURES)}
+    state = StateEncoder(enc).encode({"subgoals": ["book a hotel"]})
+    x = state_features(state, None, candidates_from_records(recs))
+    vectors = np.stack([r.embedding for r in recs]).astype(np.float64)  # type: ignore[misc]
+    for name, newest in (("last_cos", 4), ("last_user_cos", 2), ("last_tool_cos", 4), ("last_agent_cos", 3)):
+        np.testing.assert_allclose(x[:, col[name]], vectors @ vectors[newest], atol=1e-6)
+    # the agent's latest thought names what the user stated long before: Marta's diet shares its terms
+    agent = x[:, col["last_agent_overlap"]]
+    assert agent[3] == 1.0 and agent[0] > 0.3 and agent[0] > agent[1] and agent[2] == 0.0
+    assert x[4, col["last_overlap"]] == 1.0 and x[1, col["last_overlap"]] > 0.0
+    assert x[2, col["last_user_overlap"]] == 1.0 and x[0, col["last_user_overlap"]] == 0.0
+    assert x[4, col["last_tool_overlap"]] == 1.0 and x[1, col["last_tool_overlap"]] > 0.0
+    # no agent record among the candidates: its columns are 0
+    y = state_features(state, None, candidates_from_records([recs[i] for i in (0, 1, 2, 4)]))
+    assert not y[:, [col["last_agent_cos"], col["last_agent_overlap"]]].any()
+    assert y[:, col["last_user_cos"]].any() and y[:, col["last_tool_overlap"]].any()

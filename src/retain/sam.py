@@ -15,7 +15,11 @@ recency in stream positions and in event time (exponential decay, configurable h
 was written in the current phase, observations of an earlier phase (suppression), the core tier,
 importance and use, and value match (the share of a constraint's, the subgoal's or the last result's
 dates, times and amounts, :func:`retain.values.canonical_values`, that m states; whether m is the newest
-candidate stating a constraint's value). ``content_score`` is the learned fusion of :mod:`retain.retrieve`.
+candidate stating a constraint's value), and what the stream said last: the cosine of e to the newest
+candidate of all and to the newest of each role (user, tool, agent), and the share of each of those
+records' terms that m states (a terse "ok, continue" names no next step; the agent's latest thought,
+the user's latest message and the latest tool output do).
+``content_score`` is the learned fusion of :mod:`retain.retrieve`.
 ``s_phase`` is the phase name's embedding plus a learned vector for phases seen in training (none for unseen ones:
 the hit breakdown then says ``phase_known = 0``). All parameters are fitted by
 :func:`train_state_scorer` on (state, needed memory) pairs from scenario files (a listwise softmax
@@ -90,6 +94,14 @@ STATE_FEATURES: tuple[str, ...] = (
     "value_setter",
     "goal_value_match",
     "result_value_match",
+    "last_cos",
+    "last_user_cos",
+    "last_tool_cos",
+    "last_agent_cos",
+    "last_overlap",
+    "last_user_overlap",
+    "last_tool_overlap",
+    "last_agent_overlap",
 )
 TYPES: tuple[MemoryType, ...] = tuple(MemoryType)
 _TYPE_INDEX = {t: i for i, t in enumerate(TYPES)}
@@ -416,9 +428,14 @@ def _features(
         return out, np.zeros((0, len(extra)))
     col = _COLUMN
     c, o = len(state.constraints), len(state.open)
-    parts = np.vstack([state.goal, state.result, state.whole, state.constraints, state.open, extra]).astype(np.float32)
-    # (n, 3 + c + o + r): every state part at once, in float32 like the stored embeddings (half the
-    # memory traffic of float64; cosines of unit vectors need no more than float32's 7 digits)
+    last = _newest_rows(cands)
+    newest = np.where(last[:, None] >= 0, E[np.maximum(last, 0)], 0.0)  # (4, d): the newest record of each
+    parts = np.vstack([state.goal, state.result, state.whole, state.constraints, state.open, newest, extra]).astype(
+        np.float32
+    )
+    # (n, 3 + c + o + 4 + r): every state part and the 4 newest records at once, in float32 like the
+    # stored embeddings (half the memory traffic of float64; cosines of unit vectors need no more than
+    # float32's 7 digits)
     cos = blocked_product(E, parts.T.copy()).astype(np.float64)
     out[:, col["goal_cos"]] = cos[:, 0]
     out[:, col["result_cos"]] = cos[:, 1]
@@ -427,6 +444,8 @@ def _features(
         out[:, col["constraint_max"]] = cos[:, 3 : 3 + c].max(axis=1)
     if o:
         out[:, col["open_max"]] = cos[:, 3 + c : 3 + c + o].max(axis=1)
+    at = 3 + c + o  # the newest records' columns
+    out[:, [col[name] for name in _LAST_COS]] = cos[:, at : at + len(_LAST_COS)]
     age = np.maximum(cands.newest_position - cands.positions, 0.0)
     out[:, col["latest"]] = (age == 0).astype(np.float64)
     out[:, col["log_age_events"]] = np.log1p(age)
@@ -459,16 +478,19 @@ def _features(
     out[:, [col["role_user"], col["role_tool"], col["role_agent"]]] = cands.role_flags
     constraint_terms = [content_terms(t) for t in state.texts.get("constraints", ())]
     wanted = [
+        *(cands.terms[j] if j >= 0 else frozenset() for j in last),
         content_terms(" ".join(state.texts.get("goal", ()))),
         content_terms(" ".join(state.texts.get("result", ()))),
         *constraint_terms,
     ]
     overlap = _overlaps(cands, wanted)
-    goal = overlap[:, 0]
+    k = len(_LAST_OVERLAP)
+    out[:, [col[name] for name in _LAST_OVERLAP]] = overlap[:, :k]
+    goal = overlap[:, k]
     out[:, col["goal_overlap"]] = goal
-    out[:, col["result_overlap"]] = overlap[:, 1]
+    out[:, col["result_overlap"]] = overlap[:, k + 1]
     if constraint_terms:
-        out[:, col["constraint_overlap"]] = overlap[:, 2:].max(axis=1)
+        out[:, col["constraint_overlap"]] = overlap[:, k + 2 :].max(axis=1)
     hard = (cands.types == TYPES.index(MemoryType.HARD_CONSTRAINT)).astype(np.float64)
     pref = (cands.types == TYPES.index(MemoryType.SOFT_PREFERENCE)).astype(np.float64)
     obs = (cands.types == TYPES.index(MemoryType.OBSERVATION)).astype(np.float64)
@@ -478,7 +500,26 @@ def _features(
     out[:, col["pref_x_goal_overlap"]] = pref * goal
     out[:, col["observation_x_result"]] = obs * out[:, col["result_cos"]]
     _value_features(state, cands, out)
-    return out, cos[:, 3 + c + o :]
+    return out, cos[:, 3 + c + o + len(_LAST_COS) :]
+
+
+_LAST_COS = ("last_cos", "last_user_cos", "last_tool_cos", "last_agent_cos")
+_LAST_OVERLAP = ("last_overlap", "last_user_overlap", "last_tool_overlap", "last_agent_overlap")
+
+
+def _newest_rows(cands: Candidates) -> npt.NDArray[np.intp]:
+    """(4,) rows of the newest candidate (highest position, the first on ties) of all, and of those
+    with a user, a tool and an agent role (:attr:`Candidates.role_flags`); -1 where there is none.
+    What the stream said last stands in for the next step a terse query does not name."""
+    pos = cands.positions
+    out = np.full(4, -1, dtype=np.intp)
+    if len(pos):
+        out[0] = int(np.argmax(pos))
+    for k in range(3):
+        rows = np.flatnonzero(cands.role_flags[:, k] > 0)
+        if rows.size:
+            out[k + 1] = int(rows[np.argmax(pos[rows])])
+    return out
 
 
 def _value_features(state: EncodedState, cands: Candidates, out: FloatArray) -> None:
