@@ -61,7 +61,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from retain.lexical import STOPWORDS, index_terms, query_terms
 from retain.record import MemoryRecord, MemoryType
@@ -579,7 +578,7 @@ def find_updates(
     that are among its ``window`` dense neighbours or its ``window`` best BM25 matches, and with the
     records before it in ``records``: all of them while they are at most ``4 * window``, else, the same
     way as the stored ones, its ``window`` nearest by cosine and its ``window`` best term matches among
-    them (:func:`_earlier_candidates`; comparing with every earlier one made a batch of n records cost
+    them (:class:`_Earlier`; comparing with every earlier one made a batch of n records cost
     O(n^2) rule evaluations: minutes for a few thousand turns). A record is superseded at most once per call.
 
     Returns:
@@ -625,7 +624,8 @@ class _Earlier:
     def __init__(self, window: int) -> None:
         self.window = window
         self.records: list[MemoryRecord] = []
-        self._unit: list[npt.NDArray[np.float32]] = []  # each record's L2-normalised embedding
+        self._unit = np.zeros((0, 0), dtype=np.float32)  # rows [:len(records)]: L2-normalised embeddings
+        self._widths: set[int] = set()  # embedding widths seen (one, unless the caller mixed encoders)
         self._postings: dict[str, list[int]] = {}
         self._indexed = 0  # records[:_indexed] are in _postings
 
@@ -633,7 +633,15 @@ class _Earlier:
         assert rec.embedding is not None
         v = rec.embedding.astype(np.float32)
         norm = float(np.linalg.norm(v))
-        self._unit.append(v / norm if norm else v)
+        n = len(self.records)
+        self._widths.add(len(v))
+        if len(self._widths) == 1:  # grown by doubling: appending stays O(d) amortised
+            if n == len(self._unit):
+                grown = np.zeros((max(64, 2 * n), len(v)), dtype=np.float32)
+                if n:  # the first buffer replaces the (0, 0) placeholder
+                    grown[:n] = self._unit[:n]
+                self._unit = grown
+            self._unit[n] = v / norm if norm else v
         self.records.append(rec)
 
     def candidates(self, rec: MemoryRecord, terms: Sequence[str]) -> list[MemoryRecord]:
@@ -642,9 +650,8 @@ class _Earlier:
             return list(self.records)
         assert rec.embedding is not None
         picked: dict[int, None] = {}
-        widths = {len(u) for u in self._unit}
-        if widths == {len(rec.embedding)}:
-            cos = np.stack(self._unit) @ rec.embedding.astype(np.float32)
+        if self._widths == {len(rec.embedding)}:
+            cos = self._unit[:n] @ rec.embedding.astype(np.float32)
             # stable sort of the reversed list: of equal cosines the later record comes first
             order = n - 1 - np.argsort(-cos[::-1], kind="stable")[: self.window]
             picked.update(dict.fromkeys(order.tolist()))
