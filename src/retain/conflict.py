@@ -177,9 +177,6 @@ _CLAUSE_MARK = re.compile(r"[.!?;:,(\[\"“‘\n。！？；：，、（]|\s[-�
 # update!!", "Budget correction - ...".
 _LABEL = re.compile(r"\s*(?:[^\W\d_][\w'-]*\s+){1,3}")
 _HEADING_END = re.compile(r"\s*[:!—–-]")
-# "instead" that ends a clause states the replacement: "so we apply with Ghent as host instead."
-_CLAUSE_END = re.compile(r"\s*(?:$|[.!?;:,)\]。！？；：，])")
-_SENTENCE_MARK = re.compile(r"[.!?。！？\n](?:\s|$)")
 # A change under a modal or a condition is not made yet: "checkout will switch the export to ...",
 # "if they raise the cap to ...".
 _HEDGE = re.compile(
@@ -201,9 +198,8 @@ def explicit_cues(text: str) -> list[str]:
     * a correction marker ("actually", "correction", "change of plan", "scratch that", "update:",
       "instead", "更正", "计划有变", ...) counts where it opens a sentence or clause, after at most two
       interjections ("Actually, the cap is 300.", "Oh, scratch that", "计划有变，..."), or as a heading
-      after a short label ("Window update: ..."), and "instead" also where it ends a clause not under a
-      modal ("so we apply with Ghent as host instead."); mid-clause it does not ("somewhere Marta can
-      actually relax", "until the visa is actually granted", "instead of giving up");
+      after a short label ("Window update: ..."); mid-clause it does not ("somewhere Marta can
+      actually relax", "until the visa is actually granted");
     * any other cue states the change itself ("infra raised the budget to 12 minutes", "she now
       allows 4 runs", "预算放宽到3500元") and counts unless a modal or a condition governs its clause
       ("checkout will switch the export to ...", "if they raise it to ...")."""
@@ -215,9 +211,6 @@ def explicit_cues(text: str) -> list[str]:
             heading = cue[-1] in ":!-" or bool(_HEADING_END.match(text, m.end()))
             label = _LABEL.fullmatch(text, start, m.start())
             explicit = bool(_CLAUSE_OPEN.search(text, 0, m.start())) or (heading and label is not None)
-            if cue == "instead" and _CLAUSE_END.match(text, m.end()):  # "... with Ghent as host instead."
-                sentence = max((c.end() for c in _SENTENCE_MARK.finditer(text, 0, m.start())), default=0)
-                explicit = not _HEDGE.search(text, sentence, m.start())  # "we could take the 9:00 instead.
         else:
             explicit = not _HEDGE.search(text, start, m.start())
         if explicit:
@@ -475,9 +468,7 @@ def decide(
             restated = bool(cue_values) and cue_values <= set(old_slots)
             cue_overlap = max(overlap, _overlap(cue_terms, old_terms)) if live else 0.0
             signals: list[str] = []
-            # a cue counts only where one opens a sentence or clause: "Yeah actually - I'm in the
-            # tournament again" or "I was actually just remembering" correct nothing in chit-chat
-            if any(c in live for c in explicit) and _cue_rule(cue_overlap, cos, restated=restated, policy=policy):
+            if live and _cue_rule(cue_overlap, cos, restated=restated, policy=policy):
                 signals.append("cue")
             if flip and overlap >= policy.min_overlap:
                 signals.append("negation")
