@@ -178,7 +178,7 @@ _CLAUSE_MARK = re.compile(r"[.!?;:,(\[\"“‘\n。！？；：，、（]|\s[-�
 _LABEL = re.compile(r"\s*(?:[^\W\d_][\w'-]*\s+){1,3}")
 _HEADING_END = re.compile(r"\s*[:!—–-]")
 # A change under a modal or a condition is not made yet: "checkout will switch the export to ...",
-# "if they raise the cap to ...".
+# "if they raise the cap to ...". "May" before a day number is the month ("From May 3 the cap is now 300").
 _HEDGE = re.compile(
     r"\b(?:will|would|could|might|may(?!\s+\d)|should|shall|if|unless|until|whether|maybe|perhaps|going to|"
     r"plan(?:s|ning)? to|wants? to|hopes? to)\b|'ll\b|如果|要是|假如|也许|万一|打算",
