@@ -26,7 +26,7 @@ def _sqlite_memory(tmp_path: Path) -> Store:
 
 
 def _sqlite_file(tmp_path: Path) -> Store:
-    return SQLiteStore(tmp_path / "retain.db")
+    return SQLiteStore(tmp_path / "retain.db", create_dirs=True)  # fixtures pass folders not made yet
 
 
 BACKENDS = [

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+import retain.conflict as conflict
 from retain.basis import HashingEncoder
-from retain.conflict import Relation, decide, explicit_cues, negated_terms, value_slots
+from retain.conflict import Relation, correction_cues, decide, explicit_cues, negated_terms, value_slots
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier, new_id
 
@@ -263,3 +267,159 @@ def test_a_long_batch_finds_a_correction_far_back_and_bounds_what_each_record_is
     assert len(seen) >= 300  # every filler carries a number: each one reaches decide()
     assert seen[:40] == list(range(1, 41))  # up to 4 * window (the default 10) earlier records: all of them
     assert max(seen[40:]) <= 2 * 10  # then at most 2 * window (nothing was stored before the batch)
+
+
+def test_may_is_the_month_after_a_preposition_or_capitalised_inside_a_sentence() -> None:
+    assert explicit_cues("In May the cap is now 300.") == ["is now"]
+    assert explicit_cues("By May the cap is now 300.") == ["is now"]
+    assert explicit_cues("From mid-May the cap is now 300.") == ["is now"]
+    assert explicit_cues("The cap from last May is now 300.") == ["is now"]  # capitalised, not sentence-initial
+    cap = hard("The monthly cap must stay at 250 runs.")
+    fixed = decide(rec("In May the monthly cap is now 300 runs."), [(cap, 0.6)])
+    assert fixed.relation is Relation.UPDATE and fixed.target is cap
+
+
+def test_may_stays_a_modal_at_a_sentence_start_in_lower_case_and_before_a_subject() -> None:
+    for text in (
+        "May I change the cap to 300?",
+        "We may raise the cap to 300.",
+        "May I switch the cap to 300?",
+        "We may switch the cap to 300.",
+        "Thanks. May we switch the cap to 300?",
+        "Hi Anna, May I switch the cap to 300?",  # capitalised mid-sentence, but a question: a subject follows
+    ):
+        assert explicit_cues(text) == [], text
+    cap = hard("The monthly cap must stay at 250 runs.")
+    assert decide(rec("We may switch the monthly cap to 300 runs."), [(cap, 0.6)]).relation is Relation.NEW
+
+
+# (language, hard constraint, corrections that retire it, stories and questions that must not)
+LANGUAGES = [
+    (
+        "de",
+        "Marta hat Zöliakie: streng glutenfreie Abendessen, nur zertifizierte Restaurants.",
+        [
+            "Eigentlich hat Marta keine Zöliakie: glutenfreie Abendessen sind nicht mehr nötig.",
+            "Wir nehmen für Marta doch lieber normale Abendessen, glutenfreie Restaurants sind nicht nötig.",
+        ],
+        [
+            "Eigentlich wollten wir glutenfrei essen, aber wir waren in einer normalen Pizzeria, Marta ging es gut.",
+            "Wir haben dann doch lieber normale Abendessen gegessen, Marta ging es gut.",
+            "Stattdessen normale Abendessen für Marta, nicht glutenfreie Restaurants?",
+        ],
+    ),
+    (
+        "fr",
+        "Marta est cœliaque : dîners strictement sans gluten, restaurants certifiés uniquement.",
+        [
+            "En fait, Marta n'est pas cœliaque : les dîners sans gluten ne sont plus nécessaires.",
+            "Finalement, Marta mange de tout : plus besoin de dîners sans gluten ni de restaurants certifiés.",
+        ],
+        [
+            "Finalement, on a dîné dans une pizzeria normale, Marta allait bien, pas de dîners sans gluten.",
+            "En fait, pourquoi pas des dîners normaux plutôt que sans gluten pour Marta ?",
+        ],
+    ),
+    (
+        "es",
+        "Marta es celíaca: cenas estrictamente sin gluten, solo restaurantes certificados.",
+        ["En realidad, Marta no es celíaca: las cenas sin gluten ya no hacen falta."],
+        [
+            "En realidad cenamos en una pizzería normal, sin cenas sin gluten, y Marta estuvo bien.",
+            "¿En realidad Marta necesita cenas sin gluten en restaurantes certificados?",
+        ],
+    ),
+    (
+        "zh",
+        "玛尔塔有乳糜泻：晚餐必须严格无麸质，只去认证餐厅。",
+        ["其实，玛尔塔没有乳糜泻，晚餐不用无麸质了。"],
+        ["其实我们昨天晚餐去了一家普通的披萨店，没吃无麸质，玛尔塔也没事。", "其实，玛尔塔的晚餐可以不用无麸质吗？"],
+    ),
+    (
+        "ja",
+        "マルタはセリアック病です：夕食は厳密にグルテンフリー、認定レストランのみ。",
+        [
+            "実は、マルタはセリアック病ではありません。夕食はグルテンフリーでなくて大丈夫です。",
+            "やっぱり、マルタの夕食はグルテンフリーでなくて大丈夫です。",
+            "マルタの夕食は普通のレストランに変更で、グルテンフリーは不要です。",
+        ],
+        [
+            "実は昨日、マルタと普通のピザ屋で夕食を食べた。グルテンフリーではなかったけど、平気だった。",
+            "やっぱり、マルタの夕食はグルテンフリーでなくてもいいですか？",
+            "マルタの夕食を普通のレストランに変更できますか？",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("lang", "constraint", "corrections", "stories"), LANGUAGES, ids=[x[0] for x in LANGUAGES])
+def test_a_correction_in_another_language_retires_a_hard_constraint_a_story_or_question_does_not(
+    lang: str, constraint: str, corrections: list[str], stories: list[str]
+) -> None:
+    coeliac = hard(constraint)
+    for text in corrections:
+        decision = decide(rec(text), [(coeliac, 0.6)])
+        assert decision.relation is Relation.UPDATE and decision.target is coeliac, text
+        assert explicit_cues(text), text
+    for text in stories:
+        assert correction_cues(text) == [] and explicit_cues(text) == [], text
+        kept = decide(rec(text), [(coeliac, 0.6)])
+        assert kept.relation is Relation.NEW and kept.target is None, text
+        soft = coeliac.evolve(type=MemoryType.SOFT_PREFERENCE)  # not even a preference is corrected by a story
+        assert decide(rec(text), [(soft, 0.6)]).relation is Relation.NEW, text
+
+
+def test_english_past_stories_and_questions_leave_a_hard_constraint_current() -> None:
+    coeliac = hard("Marta is coeliac: strictly gluten-free dinners, certified restaurants only.")
+    for text in (
+        "We had dinner at a normal pizza place instead, Marta was fine.",
+        "Why not drop gluten-free dinners instead? Just asking.",
+    ):
+        assert decide(rec(text), [(coeliac, 0.6)]).relation is Relation.NEW, text
+
+
+def test_a_160_kb_text_gets_the_cues_and_decision_its_content_calls_for() -> None:
+    """Each cue used to re-read the text from its start (minutes for 160 KB); the answers on long
+    inputs are those the rules give: only a marker that opens a clause is explicit."""
+    filler = "instead " * 20_000  # 160,000 characters
+    assert explicit_cues(filler) == ["instead"]  # the first opens the text; the rest are mid-clause
+    assert correction_cues(filler) == ["instead"] * 20_000
+    cap = hard("The total budget must stay under 5000 EUR for the whole trip.")
+    fix = "Actually, the total budget for the whole trip is 6000 EUR. "
+    assert decide(rec(fix + filler), [(cap, 0.6)]).target is cap
+    assert decide(rec("so " + filler), [(cap, 0.6)]).relation is Relation.NEW  # no sentence about the budget
+    cjk = "计划有变，一共6个人。" + "改成6个人了，" * 20_000
+    assert explicit_cues(cjk)[:2] == ["计划有变", "改成"] and len(explicit_cues(cjk)) == 40_001
+
+
+def _reference_explicit_cues(text: str) -> list[str]:
+    """explicit_cues as first written: each cue reads the text from its start (quadratic)."""
+    hedges = [(h.start(), h.end()) for h in conflict._HEDGE.finditer(text) if not conflict._is_month(text, h)]
+    out = []
+    for m in conflict._CUES.finditer(text):
+        cue = m.group(0).strip().lower()
+        start = max((c.end() for c in conflict._CLAUSE_MARK.finditer(text, 0, m.start())), default=0)
+        if conflict._MARKER.match(cue):
+            heading = cue[-1] in ":!-" or bool(conflict._HEADING_END.match(text, m.end()))
+            label = conflict._LABEL.fullmatch(text, start, m.start())
+            explicit = bool(conflict._CLAUSE_OPEN.search(text, 0, m.start())) or (heading and label is not None)
+        else:
+            explicit = not any(s >= start and e <= m.start() for s, e in hedges)
+        if explicit:
+            out.append(cue)
+    return out
+
+
+_WORDS = [
+    "actually", "instead", "update", "correction", "change of plan", "scratch that", "oh", "so", "well", "ok",
+    "will", "may", "May", "in", "if", "now", "is now", "it's now", "raised the cap", "to", "300", "3", "switch to",
+    "Window", "the", "cap", "i can do 4 runs", "更正", "改成", "如果", "计划有变", "6个人了", "no longer", "Budget",
+]  # fmt: skip
+_SEPARATORS = [" ", ", ", ". ", "! ", ": ", " - ", " — ", "\n", "", "? ", "(", '"', "  ", ";", "-", "，", "..."]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_WORDS), st.sampled_from(_SEPARATORS)), max_size=30))
+def test_explicit_cues_agrees_with_the_quadratic_reference(parts: list[tuple[str, str]]) -> None:
+    text = "".join(w + s for w, s in parts)
+    assert explicit_cues(text) == _reference_explicit_cues(text)

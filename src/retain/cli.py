@@ -99,6 +99,11 @@ def _open(db: Path | None, encoder: str | None = None, *, create: bool = False):
     if Path(path).is_dir():
         err_console.print(f"[red]error:[/red] {path} is a directory, not a store file", soft_wrap=True)
         raise typer.Exit(code=2)
+    folder = Path(path).parent
+    if not folder.is_dir():  # Memory(path) refuses it too; the CLI's hint is mkdir, not create_dirs=True
+        problem = "is a file, not a folder" if folder.exists() else "does not exist (create it first)"
+        err_console.print(f"[red]error:[/red] no store at {path}: the folder {folder} {problem}", soft_wrap=True)
+        raise typer.Exit(code=2)
     try:
         if encoder is None:
             probe = SQLiteStore(path)

@@ -50,12 +50,13 @@ Measured by ``benchmarks/supersede_detection.py`` (replaying scenario files thro
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import enum
 import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
@@ -108,7 +109,9 @@ CORRECTION_CUES: tuple[str, ...] = (
     r"\bnow (?:it'?s|is|are|goes|allows?)\b",
     r"\b(?:it'?s|is|are) now\b(?= [\w.:/-]*\d| https?:| at\b| in\b| on\b| (?-i:[A-Z]))",
     r"\b(?:approved|allowed|authori[sz]ed) (?:up )?to\b",
-    r"\bi can do [\w ]+ now\b",
+    # at most 60 characters between "i can do" and "now": with [\w ]+ every "i can do" without a "now"
+    # re-read the rest of its clause (quadratic on a long clause)
+    r"\bi can do [\w ]{1,60} now\b",
     r"\b(?:raised|lowered|increased|decreased|bumped|narrow(?:ed)?|widen(?:ed)?|extended|reduced)\b[^.]{0,40}\bto\b",
     r"\b(?:goes|went) (?:up |down )?to\s+(?=[\d$€£¥])",
     r"\bnew (?:ceiling|limit|budget|cap|deadline|date|address|number|endpoint|plan|window|target)\b",
@@ -128,6 +131,17 @@ CORRECTION_CUES: tuple[str, ...] = (
     "现在一共",
     "可以.{1,6}了",
     r"\d\s*[个人元块位天晚次岁号]{1,2}了",
+    # Other languages (_FOREIGN_CUES: they count only where they are safe).
+    r"\bstattdessen\b",
+    r"\beigentlich\b",
+    r"\bdoch lieber\b",
+    r"\ben fait\b",
+    r"\bfinalement\b",
+    r"\ben realidad\b",
+    "其实",
+    "実は",
+    "やっぱり",
+    "に変更",
 )
 _CUES = re.compile("|".join(CORRECTION_CUES), re.IGNORECASE)
 # Cues naming an event the old record may itself report (then they echo it rather than correct it).
@@ -178,17 +192,101 @@ _CLAUSE_MARK = re.compile(r"[.!?;:,(\[\"“‘\n。！？；：，、（]|\s[-�
 _LABEL = re.compile(r"\s*(?:[^\W\d_][\w'-]*\s+){1,3}")
 _HEADING_END = re.compile(r"\s*[:!—–-]")
 # A change under a modal or a condition is not made yet: "checkout will switch the export to ...",
-# "if they raise the cap to ...". "May" before a day number is the month ("From May 3 the cap is now 300").
+# "if they raise the cap to ...". A "may" that names the month is no modal (_is_month).
 _HEDGE = re.compile(
-    r"\b(?:will|would|could|might|may(?!\s+\d)|should|shall|if|unless|until|whether|maybe|perhaps|going to|"
+    r"\b(?:will|would|could|might|may|should|shall|if|unless|until|whether|maybe|perhaps|going to|"
     r"plan(?:s|ning)? to|wants? to|hopes? to)\b|'ll\b|如果|要是|假如|也许|万一|打算",
+    re.IGNORECASE,
+)
+# "May" is the month before a day number ("From May 3"), after a preposition of time ("In May",
+# "by May", "mid-May"), or capitalised inside a sentence ("the cap from last May is now 300") unless a
+# subject follows it, as in a question ("Hi Anna, May I ..."). "May I ...?" and "we may" stay modals.
+_DAY_AFTER = re.compile(r"\s+\d")
+_MONTH_PREPOSITION = re.compile(
+    r"\b(?:in|by|from|until|since|before|after|during|of|early|late|mid)(?:\s+|\s*-\s*)$", re.IGNORECASE
+)
+_SENTENCE_OPEN = re.compile(r"(?:^|[.!?。！？:;\n])[\s\"'“‘(\[]*$")
+_SUBJECT_AFTER = re.compile(r"\s+(?:i|we|you|he|she|they|it)\b", re.IGNORECASE)
+_MONTH_LOOKBACK = 40  # characters before a "may" read for its preposition or sentence opening
+# Looking back from a cue in bounded time, on the reversed text (explicit_cues): what may stand between a
+# clause opener and a marker (the interjections of _CLAUSE_OPEN, at most two words, and the spaces and
+# ",!." around them), the dashes of a "-" opener, and a heading label (_LABEL read backwards).
+_TAIL_BACK = re.compile(r"[\s,!.]*(?:\w+[\s,!.]*){0,2}")
+_DASHES_BACK = re.compile(r"[-–—]*")
+_LABEL_BACK = re.compile(r"(?:\s+[\w'-]*[^\W\d_]){1,3}\s*")
+# Correction cues of other languages, by language. Markers ("eigentlich", "en fait", "其实", "実は",
+# ...) are cues only where they open a sentence or clause; the predicates "doch lieber" ("we take the
+# train after all") and "に変更" ("changed to") wherever they stand, and they are explicit unless a
+# modal or condition precedes them in their clause. Neither counts in a question or, except "に変更"
+# (which reports the change itself), in a sentence told in the past: "Eigentlich wollten wir ..." and
+# "其实我们昨天去了一家普通的披萨店" tell a story, they correct nothing. Left out: "plutôt" and "mejor"
+# (adverb and adjective mid-clause: "plutôt bien", "mucho mejor"), "不是...而是" (a contrast, not a
+# correction: "这不是问题，而是机会").
+_FOREIGN_CUES: dict[str, str] = {
+    "stattdessen": "de",
+    "eigentlich": "de",
+    "doch lieber": "de",
+    "en fait": "fr",
+    "finalement": "fr",
+    "en realidad": "es",
+    "其实": "zh",
+    "実は": "ja",
+    "やっぱり": "ja",
+    "に変更": "ja",
+}
+_FOREIGN_PREDICATES = frozenset({"doch lieber", "に変更"})
+_PAST = {
+    "de": re.compile(
+        r"\b(?:war|waren|warst|hatte|hatten|hattest|wollte|wollten|konnte|konnten|musste|mussten|sollte|"
+        r"sollten|ging|gingen|kam|kamen|gab|aßen|gestern|vorgestern|damals|letzte[nmrs]?)\b|"
+        r"\b(?:habe|hast|hat|haben|habt|bin|bist|ist|sind|seid)\b.*\bge\w+(?:t|en)\b",
+        re.IGNORECASE,
+    ),
+    "fr": re.compile(
+        r"\b(?:hier|avant-hier|(?:ét|av|all|fais|pouv|voul|dev)(?:ais|ait|ions|iez|aient)|fut|furent)\b|"
+        r"\b(?:ai|as|a|avons|avez|ont|suis|es|est|sommes|êtes|sont)\s+(?:\w+\s+){0,2}?"
+        r"(?:\w+(?:é|ée|és|ées)|fait|pris|eu|été|vu|dit|mis|bu|venue?s?|partie?s?)\b",
+        re.IGNORECASE,
+    ),
+    "es": re.compile(
+        r"\b(?:ayer|anoche|anteayer|fue|fuimos|fueron|era|eran|éramos|había|habían|estaba|estábamos|estaban)\b|"
+        r"\b(?:he|has|ha|hemos|habéis|han)\s+\w+(?:ado|ido|to|cho)\b|\b\w+(?:é|ó|aron|ieron|amos|imos)\b",
+        re.IGNORECASE,
+    ),
+    "zh": re.compile(r"昨天|前天|昨晚|上次|上周|上个月|那天|那次|当时|刚才|后来|[吃去玩住喝看买点订走坐][了过]"),
+    "ja": re.compile(
+        r"昨日|先日|この前|先週|あの時|その時|ました|でした|だった|" r"た(?:[。、！!？?」]|$|よ|ね|けど|し|から|の|ん)"
+    ),
+}
+_QUESTION = re.compile(
+    r"[?？¿]|\best-ce que\b|吗|是不是|要不要|能不能|可不可以|好不好|为什么|怎么|(?:ます|です|でしょう|ない|の)か",
+    re.IGNORECASE,
+)
+_FOREIGN_HEDGE = re.compile(
+    r"\b(?:würde\w*|könnte\w*|sollte\w*|möchte\w*|vielleicht|wenn|falls|ob|si|peut-être|pourrai\w*|"
+    r"devrai\w*|voudrai\w*)\b|もし|かもしれ|たら|なら",
     re.IGNORECASE,
 )
 
 
 def correction_cues(text: str) -> list[str]:
-    """The correction / update cue phrases found in ``text`` (lower-cased), in order."""
-    return [m.group(0).strip().lower() for m in _CUES.finditer(text)]
+    """The correction / update cue phrases found in ``text`` (lower-cased), in order. A cue of
+    another language counts only where it is safe (see ``_FOREIGN_CUES``). Time linear in
+    ``len(text)``; raises nothing."""
+    return [cue for _, cue, _ in _cue_matches(text)]
+
+
+def _cue_matches(text: str) -> Iterator[tuple[re.Match[str], str, _ClauseScan]]:
+    """The matches of the cue patterns in ``text`` that count, each with its cue (stripped,
+    lower-cased) and the text's :class:`_ClauseScan` (built at the first match)."""
+    scan: _ClauseScan | None = None
+    for m in _CUES.finditer(text):
+        if scan is None:
+            scan = _ClauseScan(text)
+        cue = m.group(0).strip().lower()
+        if cue in _FOREIGN_CUES and not scan.foreign_cue_counts(m.start(), cue):
+            continue
+        yield m, cue, scan
 
 
 def explicit_cues(text: str) -> list[str]:
@@ -202,20 +300,124 @@ def explicit_cues(text: str) -> list[str]:
       actually relax", "until the visa is actually granted");
     * any other cue states the change itself ("infra raised the budget to 12 minutes", "she now
       allows 4 runs", "预算放宽到3500元") and counts unless a modal or a condition governs its clause
-      ("checkout will switch the export to ...", "if they raise it to ...")."""
-    out = []
-    for m in _CUES.finditer(text):
-        cue = m.group(0).strip().lower()
-        start = max((c.end() for c in _CLAUSE_MARK.finditer(text, 0, m.start())), default=0)
-        if _MARKER.match(cue):
-            heading = cue[-1] in ":!-" or bool(_HEADING_END.match(text, m.end()))
-            label = _LABEL.fullmatch(text, start, m.start())
-            explicit = bool(_CLAUSE_OPEN.search(text, 0, m.start())) or (heading and label is not None)
+      ("checkout will switch the export to ...", "if they raise it to ..."); "May" that names the
+      month is no modal ("In May the cap is now 300.", "From May 3 ..."; "May I ...?" and "we may"
+      are);
+    * a cue of another language ("eigentlich", "en fait", "en realidad", "其实", "実は", "に変更", ...:
+      ``_FOREIGN_CUES``) counts only where :func:`correction_cues` keeps it, never in a question or a
+      past-tense story; markers are then explicit, the predicates "doch lieber" and "に変更" unless a
+      modal or condition precedes them in their clause.
+
+    Time is linear in ``len(text)`` (characters) plus O(log n) per cue: the clause marks and the
+    modals are found once for the whole text, and the look back from a marker to its clause opener
+    reads at most the two words before it. Raises nothing; any str is accepted."""
+    out: list[str] = []
+    for m, cue, scan in _cue_matches(text):
+        if cue in _FOREIGN_CUES:
+            # a marker counts (correction_cues) only where it opens a clause: then it is explicit
+            explicit = cue not in _FOREIGN_PREDICATES or not (
+                scan.hedged(m.start()) or _FOREIGN_HEDGE.search(text, scan.clause_start(m.start()), m.start())
+            )
+        elif _MARKER.match(cue):
+            explicit = scan.opens_clause(m.start()) or (
+                (cue[-1] in ":!-" or bool(_HEADING_END.match(text, m.end()))) and scan.labelled(m.start())
+            )
         else:
-            explicit = not _HEDGE.search(text, start, m.start())
+            explicit = not scan.hedged(m.start())
         if explicit:
             out.append(cue)
     return out
+
+
+class _ClauseScan:
+    """What :func:`explicit_cues` asks about the text before a cue, each question answered without
+    reading the text from its start (once per cue that was quadratic: minutes for 160 KB):
+
+    * :meth:`opens_clause`: does ``_CLAUSE_OPEN`` match right before it (a clause opener and at most
+      two interjections);
+    * :meth:`labelled`: is everything from its clause start to it a short label (``_LABEL``);
+    * :meth:`hedged`: does a modal or condition (``_HEDGE``) stand between its clause start and it.
+
+    Clause starts (ends of ``_CLAUSE_MARK`` matches) and modal spans are found once for the whole
+    text; the look backs run on the reversed text and stop after a few words."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._rev: str | None = None
+        self._clause_starts: list[int] | None = None
+        self._hedges: list[tuple[int, int]] | None = None
+        self._sentences: list[tuple[int, int]] | None = None
+        self._foreign: dict[tuple[int, str], bool] = {}  # (sentence start, language) -> no question, no past
+
+    @property
+    def rev(self) -> str:
+        if self._rev is None:
+            self._rev = self.text[::-1]
+        return self._rev
+
+    def clause_start(self, at: int) -> int:
+        """Where the clause holding position ``at`` starts: the end of the last clause mark ending at
+        or before ``at``, else 0."""
+        if self._clause_starts is None:
+            self._clause_starts = [c.end() for c in _CLAUSE_MARK.finditer(self.text)]
+        i = bisect.bisect_right(self._clause_starts, at)
+        return self._clause_starts[i - 1] if i else 0
+
+    def foreign_cue_counts(self, at: int, cue: str) -> bool:
+        """Whether the cue of another language at ``at`` counts (``_FOREIGN_CUES``): a marker opens
+        a clause; its sentence is no question and, but for "に変更", not told in the past."""
+        if cue not in _FOREIGN_PREDICATES and not self.opens_clause(at):
+            return False
+        if self._sentences is None:
+            self._sentences = [s.span() for s in _SENTENCE.finditer(self.text)]
+        i = bisect.bisect_right(self._sentences, (at, len(self.text) + 1)) - 1
+        lo, hi = self._sentences[i] if i >= 0 else (0, len(self.text))
+        lang = "ja-change" if cue == "に変更" else _FOREIGN_CUES[cue]
+        key = (lo, lang)
+        if key not in self._foreign:  # once per sentence: a long one may hold many cues
+            sentence = self.text[lo:hi]
+            past = lang != "ja-change" and _PAST[lang].search(sentence) is not None
+            self._foreign[key] = not past and _QUESTION.search(sentence) is None
+        return self._foreign[key]
+
+    def opens_clause(self, at: int) -> bool:
+        # A match of _CLAUSE_OPEN ending at ``at`` is an opener (one character, or a space and dashes)
+        # and a tail of spaces, ",!." and at most two words: it starts at or after ``lo``.
+        tail = at - self._back(_TAIL_BACK, at)
+        lo = max(0, tail - 1 - self._back(_DASHES_BACK, tail))
+        return _CLAUSE_OPEN.search(self.text, lo, at) is not None
+
+    def _back(self, pattern: re.Pattern[str], at: int) -> int:
+        """How many characters before ``at`` the reversed-text ``pattern`` (which may match empty) spans."""
+        m = pattern.match(self.rev, len(self.text) - at)
+        return m.end() - m.start() if m else 0
+
+    def labelled(self, at: int) -> bool:
+        n = len(self.text)
+        return _LABEL_BACK.fullmatch(self.rev, n - at, n - self.clause_start(at)) is not None
+
+    def hedged(self, at: int) -> bool:
+        if self._hedges is None:
+            self._hedges = [(h.start(), h.end()) for h in _HEDGE.finditer(self.text) if not _is_month(self.text, h)]
+        # Modal spans never hold a clause mark, so none straddles a clause start; they do not
+        # overlap, so the first one starting in the clause is the first to end.
+        i = bisect.bisect_left(self._hedges, (self.clause_start(at), -1))
+        return i < len(self._hedges) and self._hedges[i][1] <= at
+
+
+def _is_month(text: str, m: re.Match[str]) -> bool:
+    """True when the modal-looking match ``m`` of ``_HEDGE`` is "May" the month (see ``_DAY_AFTER``)."""
+    word = m.group(0)
+    if word.lower() != "may":
+        return False
+    lo = max(0, m.start() - _MONTH_LOOKBACK)
+    if _DAY_AFTER.match(text, m.end()) or _MONTH_PREPOSITION.search(text, lo, m.start()):
+        return True
+    return (
+        word == "May"
+        and _SENTENCE_OPEN.search(text, lo, m.start()) is None
+        and _SUBJECT_AFTER.match(text, m.end()) is None
+    )
 
 
 def _explicit_sentences(text: str) -> str:
@@ -379,10 +581,11 @@ def _aligned_change(new: dict[str, set[str]], old: dict[str, set[str]]) -> list[
     return [(o, n) for o in gone for n in came if old[o] & new[n] and "#id" not in old[o] | new[n]]
 
 
-def _destinations(text: str) -> list[set[str]]:
-    """Subject terms of what each cue sentence of ``text`` switches *to* ("switch to the oiled oak
-    block"); :func:`decide` drops an old record that already says one of them (:func:`_adopted`)."""
-    return [dest for m in _DESTINATION.finditer(_cue_sentences(text)) if (dest := subject_terms(m.group(1)))]
+def _destinations(cue_text: str) -> list[set[str]]:
+    """Subject terms of what the cue sentences ``cue_text`` (:func:`_cue_sentences`) switch *to*
+    ("switch to the oiled oak block"); :func:`decide` drops an old record that already says one of
+    them (:func:`_adopted`)."""
+    return [dest for m in _DESTINATION.finditer(cue_text) if (dest := subject_terms(m.group(1)))]
 
 
 def _adopted(destinations: Sequence[set[str]], old_terms: AbstractSet[str]) -> bool:
@@ -410,7 +613,12 @@ def _names_retracted(retracted: dict[str, set[str]], old_slots: dict[str, set[st
 
 
 def _cue_sentences(text: str) -> str:
-    return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if _CUES.search(s.group(0)))
+    return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if _has_cue(s.group(0)))
+
+
+def _has_cue(text: str) -> bool:
+    """True when :func:`correction_cues` finds a cue in ``text``."""
+    return next(_cue_matches(text), None) is not None
 
 
 def decide(
@@ -428,11 +636,12 @@ def decide(
     can_update = new.role not in policy.passive_roles and not text.rstrip().endswith(("?", "？"))
     reflective = new.role in policy.reflective_roles
     new_terms = subject_terms(text)
-    cue_terms = subject_terms(_cue_sentences(text)) if cues else set()
+    cue_text = _cue_sentences(text)
+    cue_terms = subject_terms(cue_text) if cues else set()
     negated = negated_terms(text)
     new_slots = value_slots(text)
     computed = bool(_ARITHMETIC.search(text))
-    cue_values = set(value_slots(_cue_sentences(text))) if cues else set()
+    cue_values = set(value_slots(cue_text)) if cues else set()
     explicit = tuple(explicit_cues(text)) if cues else ()
     explicit_terms = subject_terms(_explicit_sentences(text)) if explicit else set()
     retracted = _retracted_items(text)
@@ -442,7 +651,7 @@ def decide(
             cues = ()
     best: ConflictDecision | None = None
     held: ConflictDecision | None = None  # the best update the hard-constraint rule refused
-    destinations = _destinations(text)  # once, not per candidate
+    destinations = _destinations(cue_text)  # once, not per candidate
     for old, cos in candidates:
         if old.id == new.id or old.namespace != new.namespace or not old.is_current:
             continue
@@ -463,6 +672,7 @@ def decide(
         else:
             old_terms_all = old_terms | {w[:2] for w in old_terms if _LATIN.match(w)} | set(old_slots)
             live = [c for c in cues if not (_ECHO.match(c) and _stem(c.split()[0]) in old_terms)]
+            live_set = set(live)
             flip = sorted(w for w in negated if w in old_terms_all)
             aligned = [] if computed else _aligned_change(new_slots, old_slots)
             restated = bool(cue_values) and cue_values <= set(old_slots)
@@ -487,7 +697,7 @@ def decide(
             # A hard constraint yields only to an explicit correction: a cue opening a sentence or
             # clause whose sentence is about it, or such a cue with an aligned value change.
             refused = old.type is MemoryType.HARD_CONSTRAINT and not _explicit_correction(
-                [c for c in explicit if c in live],
+                [c for c in explicit if c in live_set],
                 max(overlap, _overlap(explicit_terms, old_terms)),
                 cos,
                 restated=restated,

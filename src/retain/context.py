@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from retain.canary import is_canary
 from retain.errors import BudgetInfeasible, InvalidInput, RecordNotFound
+from retain.lexical import check_query
 from retain.observe import annotate, observed
 from retain.record import MemoryRecord, MemoryType, new_id, utcnow, validate_namespace
 from retain.redaction import redact_record, redact_value, scrub
@@ -232,14 +233,14 @@ def pack(
     """Pack the prompt context for ``query``; see the module docstring. Use ``Memory.context``.
 
     Raises:
-        InvalidInput: bad namespace, query not a string, ``budget_tokens`` or ``k`` not an int
+        InvalidInput: bad namespace, query not a string or longer than
+            :data:`~retain.lexical.MAX_QUERY_CHARS` characters, ``budget_tokens`` or ``k`` not an int
             >= 1, ``threshold`` not a finite number, ``state`` not a JSON-serialisable mapping.
         BudgetInfeasible: the hard constraints alone need more than ``budget_tokens`` (the message
             gives both figures); nothing is stored.
     """
     validate_namespace(namespace)
-    if not isinstance(query, str):
-        raise InvalidInput(f"query: must be a string, got {type(query).__name__}")
+    check_query(query)
     if isinstance(working, bool) or not isinstance(working, int) or working < 0:
         raise InvalidInput(f"working: must be an int >= 0, got {working!r}")
     for name, value in (("budget_tokens", budget_tokens), ("k", k)):

@@ -6,6 +6,7 @@ write goes to the store in one transaction together with its audit entries.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import re
@@ -26,7 +27,7 @@ from retain.errors import EncoderMismatch, Forbidden, InvalidInput, RecordNotFou
 from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
 from retain.kernels import blocked_product
-from retain.lexical import index_terms, is_terse, query_terms
+from retain.lexical import check_query, index_terms, is_terse, query_terms
 from retain.observe import added, annotate, observed, offered, searched, superseded
 from retain.record import (
     MemoryRecord,
@@ -157,7 +158,11 @@ STATE_PARTS: tuple[str, ...] = ("whole",)
 a state-adaptive search's pool; each costs a scan of the namespace's embeddings when the state is new.
 The whole state alone (the mean of subgoal, result and constraints) does as well as whole, subgoal and
 result among 7,000 distractors (``benchmarks/sam_scale.py``: recall@5 0.655 against 0.658, recall@10
-0.826 against 0.823) at a third of the scan."""
+0.826 against 0.823) at a third of the scan. Names from :data:`STATE_VECTOR_PARTS`; () = none. Read
+by every search with a state, which raises :class:`~retain.errors.InvalidInput` for any other value."""
+STATE_VECTOR_PARTS: tuple[str, ...] = ("whole", "goal", "result", "phase")
+"""The names :data:`STATE_PARTS` may hold: the :class:`~retain.state.EncodedState` fields that are one
+(dim,) vector (``constraints`` and ``open`` are matrices, ``omitted`` and ``texts`` no vectors)."""
 CORE_POOL = 50
 """Most core-tier records (newest first) a state-adaptive search considers."""
 RECENT_POOL = 8
@@ -194,7 +199,8 @@ class Memory:
     """A memory store for agents.
 
     Args:
-        path: SQLite file path, or ":memory:" (default) for a private in-memory store.
+        path: SQLite file path, or ":memory:" (default) for a private in-memory store. The file is
+            created when missing; its folder must exist unless ``create_dirs``.
         encoder: an :class:`~retain.basis.Encoder`; default all-MiniLM-L6-v2 (loaded on first use).
         store: an already constructed :class:`~retain.store.Store` (``path`` is then ignored).
         config: limits and switches (:class:`MemoryConfig`).
@@ -206,10 +212,12 @@ class Memory:
             budget policy ranks by utility, else none (importance 0.5).
         state_scorer: the state-adaptive scorer used when a search carries an agent state
             (:class:`~retain.sam.StateScorer`); default the shipped model; False = never state-adaptive.
+        create_dirs: create the missing folders of ``path`` (``mkdir -p``); default False.
 
     Raises:
+        InvalidInput: the folder of ``path`` does not exist (without ``create_dirs``) or is a file.
         EncoderMismatch: the store was built with another encoder (name or dimension).
-        SchemaError: the store's schema is newer than this version of retain.
+        SchemaError: ``path`` is not an SQLite database, or its schema is newer than this retain.
 
     Example::
 
@@ -229,9 +237,10 @@ class Memory:
         budget: Budget | None = None,
         utility: UtilityModel | None = None,
         state_scorer: StateScorer | bool | None = None,
+        create_dirs: bool = False,
     ) -> None:
         self.encoder: Encoder = encoder if encoder is not None else MiniLMEncoder()
-        self.store: Store = store if store is not None else SQLiteStore(path)
+        self.store: Store = store if store is not None else SQLiteStore(path, create_dirs=create_dirs)
         self.config = config
         self.budget = budget
         self._utility = utility
@@ -269,7 +278,14 @@ class Memory:
     @classmethod
     def reembed(cls, path: str | Path, encoder: Encoder, *, batch_size: int = 256) -> int:
         """Re-encode every record of the store at ``path`` with ``encoder`` and record it as the
-        store's encoder. Returns the number of records re-embedded."""
+        store's encoder. Returns the number of records re-embedded.
+
+        Raises:
+            InvalidInput: no file at ``path`` (nothing is created).
+            SchemaError: ``path`` is not an SQLite database, or has a newer schema than this retain.
+        """
+        if str(path) == ":memory:" or not Path(path).is_file():
+            raise InvalidInput(f"path: no store at {path}")
         store = SQLiteStore(path)
         store.setup()
         try:
@@ -1175,7 +1191,8 @@ class Memory:
         with ``order="time"``).
 
         Args:
-            query: free text, any language. Empty or whitespace-only returns [].
+            query: free text, any language, at most :data:`~retain.lexical.MAX_QUERY_CHARS`
+                (10,000) characters. Empty or whitespace-only returns [].
             k: number of hits (>= 1).
             config: a :class:`SearchConfig` or a preset name ("default", "rrf", "lexical",
                 "dense", "diverse").
@@ -1221,12 +1238,13 @@ class Memory:
         records (:mod:`retain.canary`) are never returned.
 
         Raises:
-            InvalidInput: bad namespace, k < 1, unknown preset, type, tier or order; ``allow_raw`` not
-                a bool; ``expand`` not an int >= 0, or ``expand`` with ``order="time"``.
+            InvalidInput: bad namespace; query not a string or over ``MAX_QUERY_CHARS`` characters; k < 1;
+                unknown preset, type, tier or order; ``allow_raw`` not a bool; ``expand`` not an int
+                >= 0, or ``expand`` with ``order="time"``; with a state, an unknown name in
+                :data:`STATE_PARTS`.
         """
         validate_namespace(namespace)
-        if not isinstance(query, str):
-            raise InvalidInput("query: must be a string")
+        check_query(query)
         _check_text(query, "query")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInput("k: must be an int >= 1")
@@ -1255,6 +1273,7 @@ class Memory:
         )
         st = AgentState.from_dict(state)
         use_state = not st.empty and self.state_scorer is not None
+        state_parts = _state_parts() if use_state else ()
         if use_state and self.state_scorer is not None and self.state_scorer.dim != self.encoder.dim:
             raise InvalidInput(
                 f"state: the state scorer works on {self.state_scorer.dim}-dim embeddings, this Memory's "
@@ -1280,7 +1299,7 @@ class Memory:
             self.state_encoder.add_vectors(missing, vectors[1:])
             query_vector = vectors[0]
         encoded = self.state_encoder.encode(st) if use_state else None
-        extra = self._state_pool(namespace, encoded, flt) if encoded is not None else []
+        extra = self._state_pool(namespace, encoded, flt, state_parts) if encoded is not None else []
         pool = self._candidates(query, namespace, flt, cfg, extra=extra, query_vector=query_vector)
         annotate(k=k, n_candidates=len(pool.records))
         if not pool.records:
@@ -1384,10 +1403,13 @@ class Memory:
         )
         return cands, content, len(set(pool.terms))
 
-    def _state_pool(self, namespace: str, encoded: Any, flt: RecordFilter) -> list[str]:
-        """Ids the state brings into the pool: the records nearest to each of its :data:`STATE_PARTS`
-        (the whole state); the core tier (mandatory records); the newest records."""
-        parts = [v for v in (getattr(encoded, name) for name in STATE_PARTS) if v.any()]
+    def _state_pool(
+        self, namespace: str, encoded: Any, flt: RecordFilter, names: Sequence[str] | None = None
+    ) -> list[str]:
+        """Ids the state brings into the pool: the records nearest to each of its parts ``names``
+        (default :data:`STATE_PARTS`, checked); the core tier (mandatory records); the newest records."""
+        names = _state_parts() if names is None else names
+        parts = [v for v in (getattr(encoded, name) for name in names) if v.any()]
         ids: list[str] = []
         if parts:  # one scan of the stored embeddings for all parts
             for hits in self.store.search_vectors(namespace, np.stack(parts), flt, STATE_POOL):
@@ -1549,10 +1571,12 @@ class Memory:
         records), then state-adaptive search hits best first (the long-term tier). Returns a
         :class:`~retain.context.Context` (``text``, ``provenance_id``, included items with scores and
         sources, left-out candidates with the reason); the provenance is stored and audited as
-        "retrieve". ``state`` (an agent state mapping) is stored as given. See :mod:`retain.context`.
+        "retrieve". ``state`` (an agent state mapping) is stored as given. ``query`` takes at most
+        :data:`~retain.lexical.MAX_QUERY_CHARS` (10,000) characters. See :mod:`retain.context`.
 
         Raises:
-            InvalidInput: bad arguments (named in the message).
+            InvalidInput: bad arguments (named in the message), e.g. a query over ``MAX_QUERY_CHARS``
+                characters; nothing stored.
             BudgetInfeasible: the hard constraints alone exceed ``budget_tokens``; nothing stored.
         """
         from retain.context import pack
@@ -1713,6 +1737,27 @@ def _by_time(order: SearchOrder | str, query: str) -> bool:
 
         return asks_order(query)
     return order is SearchOrder.TIME
+
+
+def _state_parts() -> tuple[str, ...]:
+    """:data:`STATE_PARTS` as it is now (a caller may have set it), checked against
+    :data:`STATE_VECTOR_PARTS`.
+
+    Raises:
+        InvalidInput: not a tuple or list, or a name that is not a single-vector state part.
+    """
+    parts = STATE_PARTS
+    if not isinstance(parts, tuple | list):
+        raise InvalidInput(f"retain.memory.STATE_PARTS: must be a tuple of part names, got {parts!r}")
+    for name in parts:
+        if name not in STATE_VECTOR_PARTS:
+            close = difflib.get_close_matches(str(name), STATE_VECTOR_PARTS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InvalidInput(
+                f"retain.memory.STATE_PARTS: {name!r} is not one of {', '.join(STATE_VECTOR_PARTS)} "
+                f"(the state parts that are one vector){hint}"
+            )
+    return tuple(parts)
 
 
 def _check_text(text: str, name: str) -> None:

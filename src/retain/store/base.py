@@ -15,8 +15,9 @@ from __future__ import annotations
 import enum
 import json
 import math
+import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -25,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput
-from retain.record import MemoryRecord, MemoryType, Tier, utcnow, validate_namespace
+from retain.record import MemoryRecord, MemoryType, Tier, parse_tier, parse_type, utcnow, validate_namespace
 
 __all__ = [
     "ALL_RECORDS",
@@ -72,8 +73,19 @@ class RecordFilter:
         start, end: keep records whose event_time is in [start, end) (UTC); records with unknown
             event_time are excluded when either bound is set.
         include_superseded: keep records that a newer version replaced (history).
-        segments: keep only these segment ids (None = all).
-        seqs: keep only records at these stream positions (None = all).
+        segments: keep only these segment ids, strings (None = all; () = none). Records without a
+            segment are kept only by ``segments=None``.
+        seqs: keep only records at these stream positions, ints in [0, 2**63) (None = all; () = none).
+            Records without a position are kept only by ``seqs=None``.
+
+    Any iterable is accepted for the tuple fields (type and tier names too); ``types`` and ``tiers``
+    are stored as tuples of enums, ``segments`` and ``seqs`` as sorted tuples without duplicates, so
+    equal filters compare and hash equal.
+
+    Raises:
+        InvalidInput: a field of the wrong kind (a string or a number where a collection is due; a
+            segment id that is not a string; a position that is not an int, is negative or does not fit
+            64 bits; an unknown type or tier name; ``include_superseded`` not a bool).
     """
 
     types: tuple[MemoryType, ...] | None = None
@@ -83,6 +95,45 @@ class RecordFilter:
     include_superseded: bool = False
     segments: tuple[str, ...] | None = None
     seqs: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.include_superseded, bool):
+            raise InvalidInput(f"include_superseded: must be a bool, got {self.include_superseded!r}")
+        if self.types is not None:
+            object.__setattr__(self, "types", tuple(parse_type(t) for t in _items(self.types, "types")))
+        if self.tiers is not None:
+            object.__setattr__(self, "tiers", tuple(parse_tier(t) for t in _items(self.tiers, "tiers")))
+        if self.segments is not None:
+            segments = _items(self.segments, "segments")
+            for segment in segments:
+                if not isinstance(segment, str):
+                    raise InvalidInput(f"segments: segment ids are strings, got {segment!r}")
+            object.__setattr__(self, "segments", tuple(sorted(set(segments))))
+        if self.seqs is not None:
+            items = _items(self.seqs, "seqs")
+            # plain ints (the common case) are range-checked at once below; bool and the rest one by one
+            seqs = set(items) if all(type(seq) is int for seq in items) else {_position(seq) for seq in items}
+            if seqs and (min(seqs) < 0 or max(seqs) >= MAX_SEQ):
+                _position(min(seqs) if min(seqs) < 0 else max(seqs))
+            object.__setattr__(self, "seqs", tuple(sorted(seqs)))
+
+
+MAX_SEQ = 2**63
+"""One past the largest stream position a filter takes (SQLite integers are 64-bit, signed)."""
+
+
+def _position(seq: object) -> int:
+    """``seq`` as a stream position (an int in [0, :data:`MAX_SEQ`)); numpy integers are accepted."""
+    if isinstance(seq, bool) or not isinstance(seq, numbers.Integral) or not 0 <= int(seq) < MAX_SEQ:
+        raise InvalidInput(f"seqs: positions are ints in [0, 2**63), got {seq!r}")
+    return int(seq)
+
+
+def _items(value: object, name: str) -> tuple[Any, ...]:
+    """``value`` (any iterable but a string or bytes) as a tuple."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise InvalidInput(f"{name}: must be a collection (tuple, list, set) or None, got {value!r}")
+    return tuple(value)
 
 
 ALL_RECORDS = RecordFilter(tiers=None, include_superseded=True)

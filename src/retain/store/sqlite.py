@@ -202,10 +202,11 @@ class _NamespaceIndex:
         if flt.seqs is not None or flt.segments is not None:
             # the rest of the filter from the memo, then the positions / segments among those rows only
             rows = self.rows(replace(flt, seqs=None, segments=None))
-            if flt.segments is not None:
-                rows = rows[np.isin(self.segments[rows], list(flt.segments))]
-            if flt.seqs is not None:
-                rows = rows[np.isin(self.seqs[rows], list(flt.seqs))]
+            if flt.segments is not None:  # a set, not np.isin: object arrays holding None do not sort
+                wanted = set(flt.segments)
+                rows = rows[np.fromiter((s in wanted for s in self.segments[rows]), dtype=bool, count=len(rows))]
+            if flt.seqs is not None:  # NaN (no position) matches nothing
+                rows = rows[np.isin(self.seqs[rows], np.asarray(flt.seqs, dtype=np.float64))]
             return rows
         if flt in self.masks:
             return self.masks[flt]
@@ -275,6 +276,28 @@ class _NamespaceIndex:
         return keep
 
 
+def _check_folder(path: Path, *, create: bool) -> None:
+    """Refuse ``path`` when its folder is missing (or make it, with ``create``) or is not a folder."""
+    folder = path.parent
+    if folder.is_dir():
+        return
+    if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
+        raise InvalidInput(f"path: {path}: {_existing_file(folder)} is a file, not a folder")
+    if not create:
+        raise InvalidInput(
+            f"path: {path}: the folder {folder} does not exist; create it first, or pass create_dirs=True"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput(f"path: {path}: cannot create the folder {folder} ({exc.strerror or exc})") from exc
+
+
+def _existing_file(folder: Path) -> Path:
+    """The nearest of ``folder`` and its ancestors that exists (a file, where this is called)."""
+    return next(p for p in (folder, *folder.parents) if p.exists())
+
+
 def _index_columns(rec: MemoryRecord) -> tuple[float, float, float]:
     """(seq or NaN, event time in microseconds or NaN, 1.0 when current) as the index holds them."""
     us = _to_us(rec.event_time)
@@ -295,22 +318,31 @@ class SQLiteStore(Store):
     """The default store: one SQLite file (or ``":memory:"``).
 
     Args:
-        path: file path, or ":memory:" for a private in-memory database.
+        path: file path, or ":memory:" for a private in-memory database. The file is created when
+            missing; its folder must exist (as for :func:`sqlite3.connect`), unless ``create_dirs``.
+            The path is used as given (no ``~`` expansion).
+        create_dirs: create the missing folders of ``path`` first (``mkdir -p``). Default False: a
+            missing folder is refused, so a typo in a path does not quietly start a new store.
 
     Call :meth:`setup` once before use (``retain.Memory`` does it for you).
 
     Raises:
-        SchemaError: the file was written by a newer retain (higher schema version).
+        InvalidInput: the folder of ``path`` does not exist (and ``create_dirs`` is False), is not a
+            folder, or cannot be created; ``create_dirs`` not a bool. Nothing was created.
+        SchemaError: the path cannot be opened as an SQLite database; the file was written by a
+            newer retain (higher schema version).
     """
 
     supports_vector = True
     supports_lexical = True
     supports_ann = False
 
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    def __init__(self, path: str | Path = ":memory:", *, create_dirs: bool = False) -> None:
+        if not isinstance(create_dirs, bool):
+            raise InvalidInput(f"create_dirs: must be a bool, got {create_dirs!r}")
         self._path = str(path)
         if self._path != ":memory:":
-            Path(self._path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            _check_folder(Path(self._path), create=create_dirs)
         try:
             self._conn = sqlite3.connect(
                 self._path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
@@ -844,6 +876,10 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
+_INLINE_VALUES = 500
+"""Most ``seqs`` / ``segments`` a query binds one parameter each; longer lists go as one JSON array."""
+
+
 def _where(namespace: str, flt: RecordFilter, alias: str = "") -> tuple[str, tuple[Any, ...]]:
     clauses = [f"{alias}namespace = ?"]
     params: list[Any] = [namespace]
@@ -853,12 +889,15 @@ def _where(namespace: str, flt: RecordFilter, alias: str = "") -> tuple[str, tup
     if flt.tiers is not None:
         clauses.append(f"{alias}tier IN ({','.join('?' * len(flt.tiers))})")
         params.extend(t.value for t in flt.tiers)
-    if flt.segments is not None:
-        clauses.append(f"{alias}segment IN ({','.join('?' * len(flt.segments))})")
-        params.extend(flt.segments)
-    if flt.seqs is not None:
-        clauses.append(f"{alias}seq IN ({','.join('?' * len(flt.seqs))})")
-        params.extend(int(x) for x in flt.seqs)
+    for column, values in (("segment", flt.segments), ("seq", flt.seqs)):
+        if values is None:
+            continue
+        if len(values) <= _INLINE_VALUES:
+            clauses.append(f"{alias}{column} IN ({','.join('?' * len(values))})")
+            params.extend(values)
+        else:  # one JSON parameter: SQLite caps the bound parameters of a statement (250,000 here)
+            clauses.append(f"{alias}{column} IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps(values, ensure_ascii=False))
     if not flt.include_superseded:
         clauses.append(f"{alias}superseded_by IS NULL")
     if flt.start is not None:
