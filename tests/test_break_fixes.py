@@ -167,3 +167,204 @@ def test_state_option_refuses_deep_json_and_huge_files(tmp_path: object) -> None
         parse_state(f"@{big}")
     with pytest.raises(InvalidInput, match="larger than"):
         parse_state("@/dev/zero")
+
+
+# --- a break-it pass over 4487429 (conflict cues of other languages, boundaries) -----------------
+
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from retain.conflict import Relation, correction_cues, decide, explicit_cues  # noqa: E402
+from retain.record import MemoryRecord, MemoryType, new_id  # noqa: E402
+from retain.store import RecordFilter, SQLiteStore  # noqa: E402
+
+_ENC = HashingEncoder(dim=384)
+
+
+def _rec(text: str) -> MemoryRecord:
+    return MemoryRecord(id=new_id(), namespace="n", content=text, role="user", embedding=_ENC.encode([text])[0])
+
+
+def _hard(text: str) -> MemoryRecord:
+    return _rec(text).evolve(type=MemoryType.HARD_CONSTRAINT)
+
+
+_NOT_CORRECTIONS = {
+    # (hard constraint, texts that tell a story, ask, hedge or set a condition: none may retire it)
+    "Marta hat Zöliakie: streng glutenfreie Abendessen, nur zertifizierte Restaurants.": [
+        "Wenn Marta keine Zöliakie hat, stattdessen normale Abendessen, nicht glutenfreie Restaurants.",
+        "Falls Marta keine Zöliakie hat: eigentlich normale Abendessen statt glutenfreie Restaurants.",
+        "Eigentlich haben wir normale Abendessen für Marta bestellt, keine glutenfreien Restaurants.",
+        "Stattdessen bestellte Marta normale Abendessen, keine glutenfreien Restaurants.",
+        "Eigentlich mochte Marta normale Abendessen, keine glutenfreien Restaurants.",
+        "Wir nahmen für Marta doch lieber normale Abendessen, glutenfreie Restaurants nicht nötig.",
+        "Wir haben für Marta doch lieber normale Abendessen bestellt, glutenfreie Restaurants nicht nötig.",
+        "Eigentlich wäre es schön, Marta normale Abendessen statt glutenfreie Restaurants.",
+        "Eigentlich braucht Marta keine glutenfreien Abendessen in zertifizierten Restaurants, oder",
+        "Eigentlich braucht Marta z.B. keine glutenfreien Abendessen in zertifizierten Restaurants?",
+    ],
+    "Marta est cœliaque : dîners strictement sans gluten, restaurants certifiés uniquement.": [
+        "S'il s'avère qu'en fait Marta n'est pas cœliaque, plus de dîners sans gluten.",
+        "Finalement Marta mangeait des dîners normaux, pas de restaurants certifiés sans gluten.",
+        "Finalement, peut-être que Marta n'a pas besoin de dîners sans gluten ni de restaurants certifiés.",
+        "En fait, Marta pourrait se passer de dîners sans gluten et de restaurants certifiés.",
+        "En fait, Marta n'a pas besoin de dîners sans gluten ni de restaurants certifiés, n'est-ce pas",
+    ],
+    "Marta es celíaca: cenas estrictamente sin gluten, solo restaurantes certificados.": [
+        "En realidad, Marta comía cenas normales, sin restaurantes certificados sin gluten.",
+        "En realidad, Marta tuvo cenas normales, sin restaurantes certificados sin gluten.",
+        "En realidad, quizás Marta no necesita cenas sin gluten ni restaurantes certificados.",
+        "En realidad, Marta podría no necesitar cenas sin gluten ni restaurantes certificados.",
+    ],
+    "玛尔塔有乳糜泻：晚餐必须严格无麸质，只去认证餐厅。": [
+        "要是，其实玛尔塔没有乳糜泻，晚餐就不用无麸质了。",
+        "其实，玛尔塔没有乳糜泻，晚餐不用无麸质了吧",
+        "其实，玛尔塔的晚餐需不需要无麸质",
+        "其实，玛尔塔的晚餐也许不用无麸质。",
+        "其实去年我们晚餐不是无麸质的，玛尔塔也没事。",
+        "其实每人预算是45.5欧元吗？晚餐不用无麸质。",
+    ],
+    "マルタはセリアック病です：夕食は厳密にグルテンフリー、認定レストランのみ。": [
+        "実は、マルタはセリアック病ではありませんか",
+        "実は、マルタの夕食はグルテンフリーでなくて大丈夫かもしれません。",
+        "やっぱり、マルタの夕食はグルテンフリーでなくて大丈夫でしょう",
+        "マルタの夕食を普通のレストランに変更しましたか",
+        "マルタの夕食を普通のレストランに変更したいです。",
+        "マルタの夕食を普通のレストランに変更すれば大丈夫です。",
+        "マルタの夕食を普通のレストランに変更しても、グルテンフリーは必要です。",
+        "マルタの夕食を普通のレストランに変更しないでください、グルテンフリーは必要です。",
+    ],
+}
+
+
+@pytest.mark.parametrize(("constraint", "text"), [(c, t) for c, texts in _NOT_CORRECTIONS.items() for t in texts])
+def test_a_foreign_cue_under_a_condition_hedge_past_or_question_retires_no_hard_constraint(
+    constraint: str, text: str
+) -> None:
+    """These retired the constraint: the past, question and hedge lists missed common forms
+    ("bestellt", "mangeait", "comía", "吧", "ませんか"), a condition before a marker was not read,
+    and "に変更" counted before a wish, a condition, a negation or a question."""
+    assert explicit_cues(text) == [], text
+    kept = decide(_rec(text), [(_hard(constraint), 0.6)])
+    assert kept.relation is Relation.NEW and kept.target is None, text
+
+
+@pytest.mark.parametrize(
+    ("constraint", "text"),
+    [
+        (
+            "Marta hat Zöliakie: streng glutenfreie Abendessen, nur zertifizierte Restaurants.",
+            "Eigentlich hat Marta keine Zöliakie: glutenfreie Abendessen sind nicht mehr nötig.",
+        ),
+        ("玛尔塔有乳糜泻：晚餐必须严格无麸质，只去认证餐厅。", "其实玛尔塔没有乳糜泻，晚餐不用无麸质了。"),
+        (
+            "マルタはセリアック病です：夕食は厳密にグルテンフリー、認定レストランのみ。",
+            "マルタの夕食は普通のレストランに変更しました。グルテンフリーは不要です。",
+        ),
+    ],
+)
+def test_foreign_corrections_still_retire_the_hard_constraint(constraint: str, text: str) -> None:
+    hc = _hard(constraint)
+    fixed = decide(_rec(text), [(hc, 0.6)])
+    assert fixed.relation is Relation.UPDATE and fixed.target is hc, text
+
+
+def test_japanese_change_reports_count_as_before() -> None:
+    assert correction_cues("WC-88213を6/25に変更、6/16収録を設定") == ["に変更"]
+    assert correction_cues("6/25(木)に変更で。時間は同じ14時から") == ["に変更"]
+
+
+def test_a_long_german_sentence_of_auxiliaries_is_linear() -> None:
+    """The German perfect pattern (an auxiliary, ".*", a participle) re-read the sentence from every
+    auxiliary: 68 s for explicit_cues and 270 s for decide on 160 KB."""
+    text = "Eigentlich " + "ist " * 40_000
+    t0 = time.perf_counter()
+    explicit_cues(text)
+    decide(_rec(text), [(_hard("The cap must stay at 250."), 0.6)])
+    assert time.perf_counter() - t0 < 20
+
+
+def test_a_modal_running_into_a_cjk_cue_still_hedges_it() -> None:
+    """Before 4487429 "we'll改成" was hedged (the modal was read up to the cue); the linear scan
+    missed it: no word boundary between "will" and "改"."""
+    for text in ("we'll改成6个人", "Checkout will改成 the new export", "ok if6个人了"):
+        assert explicit_cues(text) == [], text
+    assert explicit_cues("we改成6个人") == ["改成"]
+
+
+@pytest.mark.parametrize(
+    "text", ["The cap May be raised to 300 runs.", "The boss May switch the monthly cap to 300 runs."]
+)
+def test_capitalised_may_before_a_bare_verb_is_the_modal(text: str) -> None:
+    assert explicit_cues(text) == [], text
+    assert decide(_rec(text), [(_hard("The monthly cap must stay at 250 runs."), 0.6)]).relation is Relation.NEW
+
+
+def test_may_as_a_name_or_month_stays_explicit() -> None:
+    assert explicit_cues("Theresa May said the monthly cap is now 300 runs.") == ["is now"]
+    assert explicit_cues("The cap from last May is now 300.") == ["is now"]
+
+
+def _sql_and_index(store: SQLiteStore, flt: RecordFilter) -> tuple[set[str], set[str]]:
+    store._cache.clear()
+    by_sql = set(store.list_ids("n", flt, order="seq"))
+    store._cache.clear()
+    store.search_vector("n", _ENC.encode(["q"])[0], RecordFilter(), 1)  # builds the namespace index
+    return by_sql, set(store.list_ids("n", flt, order="created"))
+
+
+def test_index_and_sql_agree_on_positions_above_2_to_the_53() -> None:
+    """The index held positions as float64: 2**53 and 2**53 + 1 were one value there."""
+    store = SQLiteStore()
+    store.setup()
+    big = 2**53
+    store.put(
+        [
+            MemoryRecord(id=f"R{i}", namespace="n", content="museum", seq=seq, embedding=_ENC.encode(["t"])[0])
+            for i, seq in enumerate((big, big + 1, 2**63 - 1, 2**63 - 2))
+        ]
+    )
+    for seqs in [(big + 1,), (2**63 - 1,), (2**63 - 1, *range(600))]:
+        by_sql, by_index = _sql_and_index(store, RecordFilter(seqs=seqs, tiers=None))
+        assert by_sql == by_index and len(by_sql) == 1, seqs
+
+
+def test_index_and_sql_agree_on_a_segment_holding_a_nul_in_a_long_list() -> None:
+    """json_each cut "a\\x00b" at the NUL: over 500 segments, it matched segment "a"."""
+    store = SQLiteStore()
+    store.setup()
+    store.put(
+        [
+            MemoryRecord(id=f"R{i}", namespace="n", content="museum", segment=seg, embedding=_ENC.encode(["t"])[0])
+            for i, seg in enumerate(("a", "a\x00b"))
+        ]
+    )
+    flt = RecordFilter(segments=(*(f"x{i}" for i in range(600)), "a\x00b"), tiers=None)
+    assert _sql_and_index(store, flt) == ({"R1"}, {"R1"})
+
+
+def test_a_segment_with_a_lone_surrogate_is_refused() -> None:
+    """SQL raised UnicodeEncodeError, the index answered []."""
+    with pytest.raises(InvalidInput, match="segments"):
+        RecordFilter(segments=("\ud800",))
+
+
+@pytest.mark.parametrize("path", [b"x.db", "", "a\x00b.db"])
+def test_store_paths_that_name_no_file_are_refused(tmp_path, monkeypatch, path) -> None:  # type: ignore[no-untyped-def]
+    """bytes became a file named "b'x.db'", "" a temporary database, a NUL a ValueError."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInput, match="path"):
+        Memory(path, encoder=_ENC)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_create_dirs_makes_no_folder_named_tilde(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInput, match="expanduser"):
+        Memory("~/retain-break-test/x.db", encoder=_ENC, create_dirs=True)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "~").mkdir()  # a folder really named "~" is used as given
+    with Memory("~/x.db", encoder=_ENC) as m:
+        m.add("The museum opens at nine.", namespace="n")
+    assert (tmp_path / "~" / "x.db").is_file() and np.isfinite(1.0)

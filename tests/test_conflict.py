@@ -394,11 +394,16 @@ def test_a_160_kb_text_gets_the_cues_and_decision_its_content_calls_for() -> Non
 
 def _reference_explicit_cues(text: str) -> list[str]:
     """explicit_cues as first written: each cue reads the text from its start (quadratic)."""
-    hedges = [(h.start(), h.end()) for h in conflict._HEDGE.finditer(text) if not conflict._is_month(text, h)]
     out = []
     for m in conflict._CUES.finditer(text):
         cue = m.group(0).strip().lower()
         start = max((c.end() for c in conflict._CLAUSE_MARK.finditer(text, 0, m.start())), default=0)
+        # read up to the cue, as first written: a modal running into it counts ("we'll改成")
+        hedges = [
+            (h.start(), h.end())
+            for h in conflict._HEDGE.finditer(text, 0, m.start())
+            if not conflict._is_month(text, h)
+        ]
         if conflict._MARKER.match(cue):
             heading = cue[-1] in ":!-" or bool(conflict._HEADING_END.match(text, m.end()))
             label = conflict._LABEL.fullmatch(text, start, m.start())

@@ -407,6 +407,33 @@ def test_probe_examples_replay_a_scenario_and_label_its_needed_events() -> None:
         assert labelled == p.needed & set(p.event_ids)
 
 
+def test_gold_typed_examples_carry_each_pool_event_gold_type_and_scoring_keeps_the_classifier_types() -> None:
+    import json
+    from pathlib import Path
+
+    from retain.eval.sam_train import gold_typed, probe_examples, training_examples
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "train" / "cs-telecom-fibre-outage-001.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    gold = {e["id"]: e["gold"]["type"] for e in doc["events"] if e.get("gold")}
+    probes = probe_examples([path], HashingEncoder(dim=384))
+    typed = gold_typed(probes)
+    differs = 0
+    for p, g in zip(probes, typed, strict=True):
+        assert [TYPES[t].value for t in g.cands.types] == [gold[i] for i in p.event_ids]
+        differs += int((g.cands.types != p.example.cands.types).sum())
+        assert g.needed is p.example.needed and g.content is p.example.content
+    assert differs > 0  # the classifier is not the answer key: the test would pass vacuously otherwise
+    assert [e.cands.types.tolist() for e in training_examples(probes, "predicted")] == [
+        p.example.cands.types.tolist() for p in probes
+    ]
+    with pytest.raises(InvalidInput, match="train_types"):
+        training_examples(probes, "oracle")  # type: ignore[arg-type]
+    bare = [replace(probes[0], gold_types=None)]
+    with pytest.raises(InvalidInput, match="no gold types"):
+        gold_typed(bare)
+
+
 # --- the vectorised scorer against a plain per-record reference ---------------------------------
 
 

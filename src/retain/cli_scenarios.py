@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -16,6 +16,9 @@ from rich.table import Table
 from retain.cli_options import PANEL_MODELS
 from retain.config import Settings
 from retain.errors import RetainError
+
+if TYPE_CHECKING:
+    from retain.eval.sam_train import TrainTypes
 
 __all__ = ["register"]
 
@@ -204,14 +207,31 @@ def train_sam(
     l2: Annotated[float, typer.Option(help="L2 penalty on the weights.", min=0.0)] = 3e-2,
     cv: Annotated[bool, typer.Option(help="Also report 5-fold grouped (by scenario) cross-validated figures.")] = True,
     encoder: Annotated[str, typer.Option(help="'minilm' (default) or 'hashing-<dim>'.")] = "minilm",
+    train_types: Annotated[
+        str,
+        typer.Option(
+            help="Candidate types to fit on: 'predicted' (the classifier's, default) or 'gold' (the training "
+            "files' gold.type). Figures always score the classifier's types, as a search does."
+        ),
+    ] = "predicted",
 ) -> None:
     """Fit the state-adaptive scorer (retain.sam) on scenario probes; report cross-validated (5 folds
     by scenario) and held-out recall@5/10 and MRR against content-only ranking on the same pools."""
     from retain.cli import make_encoder
-    from retain.eval.sam_train import cross_validate, probe_examples, rank_metrics, scenario_files
+    from retain.eval.sam_train import (
+        TRAIN_TYPES,
+        cross_validate,
+        probe_examples,
+        rank_metrics,
+        scenario_files,
+        training_examples,
+    )
     from retain.eval.streams import CachingEncoder
     from retain.sam import train_state_scorer
 
+    if train_types not in TRAIN_TYPES:
+        raise typer.BadParameter(f"{train_types!r}: use one of {', '.join(TRAIN_TYPES)}", param_hint="--train-types")
+    types: TrainTypes = train_types
     try:
         enc = CachingEncoder(make_encoder(encoder))
         files = scenario_files(data)
@@ -220,10 +240,10 @@ def train_sam(
         kwargs: dict[str, Any] = {"epochs": epochs, "l2": l2}
         rows: list[tuple[str, dict[str, Any]]] = [("train, content only", rank_metrics(train, None))]
         if cv:
-            rows.append(("train, 5-fold by scenario", cross_validate(train, **kwargs)))
-        command = "retain train-sam " + " ".join(f"--data {p}" for p in data) + f" --out {out}"
-        meta = {"trained_on": [f.name for f in files], "probes": len(train), "command": command}
-        model = train_state_scorer([p.example for p in train], meta=meta, **kwargs)
+            rows.append(("train, 5-fold by scenario", cross_validate(train, train_types=types, **kwargs)))
+        command = "retain train-sam " + " ".join(f"--data {p}" for p in data) + f" --out {out} --train-types {types}"
+        meta = {"trained_on": [f.name for f in files], "probes": len(train), "command": command, "train_types": types}
+        model = train_state_scorer(training_examples(train, types), meta=meta, **kwargs)
         rows.append(("train, in-sample", rank_metrics(train, model)))
         if held:
             rows.append(("held-out, content only", rank_metrics(held, None)))

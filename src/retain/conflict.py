@@ -193,20 +193,33 @@ _LABEL = re.compile(r"\s*(?:[^\W\d_][\w'-]*\s+){1,3}")
 _HEADING_END = re.compile(r"\s*[:!—–-]")
 # A change under a modal or a condition is not made yet: "checkout will switch the export to ...",
 # "if they raise the cap to ...". A "may" that names the month is no modal (_is_month).
-_HEDGE = re.compile(
+_HEDGE_WORDS = (
     r"\b(?:will|would|could|might|may|should|shall|if|unless|until|whether|maybe|perhaps|going to|"
-    r"plan(?:s|ning)? to|wants? to|hopes? to)\b|'ll\b|如果|要是|假如|也许|万一|打算",
-    re.IGNORECASE,
+    r"plan(?:s|ning)? to|wants? to|hopes? to)"
 )
+_HEDGE = re.compile(_HEDGE_WORDS + r"\b|'ll\b|如果|要是|假如|也许|万一|打算", re.IGNORECASE)
+# A modal that runs into the cue with no space or mark ("we'll改成3个人", "will改成"): a word character
+# follows it, so _HEDGE's closing \b misses it; read right before the cue (it ends at the cue).
+_HEDGE_TOUCHING = re.compile(f"(?:{_HEDGE_WORDS}|'ll)$", re.IGNORECASE)
+_HEDGE_TOUCHING_LOOKBACK = 16  # characters: the longest modal ("planning to") and more
 # "May" is the month before a day number ("From May 3"), after a preposition of time ("In May",
 # "by May", "mid-May"), or capitalised inside a sentence ("the cap from last May is now 300") unless a
-# subject follows it, as in a question ("Hi Anna, May I ..."). "May I ...?" and "we may" stay modals.
+# subject follows it, as in a question ("Hi Anna, May I ..."), or a bare verb ("the cap May be
+# raised"). "May I ...?" and "we may" stay modals.
 _DAY_AFTER = re.compile(r"\s+\d")
 _MONTH_PREPOSITION = re.compile(
     r"\b(?:in|by|from|until|since|before|after|during|of|early|late|mid)(?:\s+|\s*-\s*)$", re.IGNORECASE
 )
 _SENTENCE_OPEN = re.compile(r"(?:^|[.!?。！？:;\n])[\s\"'“‘(\[]*$")
 _SUBJECT_AFTER = re.compile(r"\s+(?:i|we|you|he|she|they|it)\b", re.IGNORECASE)
+# ... or a bare verb: "The cap May be raised to 300", "The boss May switch the cap" (title case) are
+# modals; a name takes a verb with its ending ("Theresa May said", "Anna and May switched").
+_BARE_VERB_AFTER = re.compile(
+    r"\s+(?:be|have|not|also|still|well|never|even|switch|change|move|raise|lower|increase|decrease|bump|"
+    r"extend|reduce|narrow|widen|go|allow|approve|authori[sz]e|clear|need|get|take|make|stay|keep|drop|cut|"
+    r"set|add|remove|cancel|apply|require|want)\b",
+    re.IGNORECASE,
+)
 _MONTH_LOOKBACK = 40  # characters before a "may" read for its preposition or sentence opening
 # Looking back from a cue in bounded time, on the reversed text (explicit_cues): what may stand between a
 # clause opener and a marker (the interjections of _CLAUSE_OPEN, at most two words, and the spaces and
@@ -217,7 +230,9 @@ _LABEL_BACK = re.compile(r"(?:\s+[\w'-]*[^\W\d_]){1,3}\s*")
 # Correction cues of other languages, by language. Markers ("eigentlich", "en fait", "其实", "実は",
 # ...) are cues only where they open a sentence or clause; the predicates "doch lieber" ("we take the
 # train after all") and "に変更" ("changed to") wherever they stand, and they are explicit unless a
-# modal or condition precedes them in their clause. Neither counts in a question or, except "に変更"
+# modal or condition precedes them in their clause ("に変更" only before an ending of a change made or
+# decided: _CHANGE_END). None counts in a question, in a sentence with a modal or condition
+# (_FOREIGN_HEDGE, _HEDGE: "Wenn ..., stattdessen ...") or, except "に変更"
 # (which reports the change itself), in a sentence told in the past: "Eigentlich wollten wir ..." and
 # "其实我们昨天去了一家普通的披萨店" tell a story, they correct nothing. Left out: "plutôt" and "mejor"
 # (adverb and adjective mid-clause: "plutôt bien", "mucho mejor"), "不是...而是" (a contrast, not a
@@ -238,35 +253,74 @@ _FOREIGN_PREDICATES = frozenset({"doch lieber", "に変更"})
 _PAST = {
     "de": re.compile(
         r"\b(?:war|waren|warst|hatte|hatten|hattest|wollte|wollten|konnte|konnten|musste|mussten|sollte|"
-        r"sollten|ging|gingen|kam|kamen|gab|aßen|gestern|vorgestern|damals|letzte[nmrs]?)\b|"
-        r"\b(?:habe|hast|hat|haben|habt|bin|bist|ist|sind|seid)\b.*\bge\w+(?:t|en)\b",
+        r"sollten|durfte|durften|mochte|mochten|wurde|wurden|ging|gingen|kam|kamen|gab|gaben|aß|aßen|nahm|nahmen|"
+        r"fuhr|fuhren|blieb|blieben|fand|fanden|trank|tranken|bekam|bekamen|saß|saßen|sagte|sagten|meinte|"
+        r"meinten|machte|machten|dachte|dachten|brachte|brachten|bestellte|bestellten|buchte|buchten|kaufte|"
+        r"kauften|gestern|vorgestern|damals|letzte[nmrs]?)\b",
         re.IGNORECASE,
     ),
     "fr": re.compile(
         r"\b(?:hier|avant-hier|(?:ét|av|all|fais|pouv|voul|dev)(?:ais|ait|ions|iez|aient)|fut|furent)\b|"
         r"\b(?:ai|as|a|avons|avez|ont|suis|es|est|sommes|êtes|sont)\s+(?:\w+\s+){0,2}?"
-        r"(?:\w+(?:é|ée|és|ées)|fait|pris|eu|été|vu|dit|mis|bu|venue?s?|partie?s?)\b",
+        r"(?:\w+(?:é|ée|és|ées)|fait|pris|eu|été|vu|dit|mis|bu|venue?s?|partie?s?)\b|"
+        # imparfait ("mangeait", "allaient"; not "fait", "parfait", "souhait") and passé simple
+        r"\b(?!(?:parf|souh|extr|retr|portr|abstr|distr|attr)ait\b)\w{2,}(?:ait|aient)\b|\b\w+(?:âmes|âtes|èrent)\b",
         re.IGNORECASE,
     ),
     "es": re.compile(
-        r"\b(?:ayer|anoche|anteayer|fue|fuimos|fueron|era|eran|éramos|había|habían|estaba|estábamos|estaban)\b|"
-        r"\b(?:he|has|ha|hemos|habéis|han)\s+\w+(?:ado|ido|to|cho)\b|\b\w+(?:é|ó|aron|ieron|amos|imos)\b",
+        r"\b(?:ayer|anoche|anteayer|fue|fui|fuiste|fuimos|fueron|era|eran|éramos|había|habían|estaba|estábamos|"
+        r"estaban|iba|íbamos|iban|tuve|tuvo|tuvimos|tuvieron|hice|hizo|hicimos|hicieron|estuve|estuvo|estuvimos|"
+        r"estuvieron|pude|pudo|pudimos|quise|quiso|dije|dijo|dijimos|dijeron|puse|puso|trajo|supe|supo|comía|"
+        r"tenía|hacía|quería|podía|sabía|vivía|salía|decía|bebía|pedía|prefería)\b|"
+        r"\b(?:he|has|ha|hemos|habéis|han)\s+\w+(?:ado|ido|to|cho)\b|\b\w+(?:é|ó|aron|ieron|amos|imos)\b|"
+        r"\b\w+(?:aba|abas|ábamos|aban|íamos|ían)\b",  # imperfect ("cenábamos", "comían")
         re.IGNORECASE,
     ),
-    "zh": re.compile(r"昨天|前天|昨晚|上次|上周|上个月|那天|那次|当时|刚才|后来|[吃去玩住喝看买点订走坐][了过]"),
+    "zh": re.compile(
+        r"昨天|前天|昨晚|上次|上周|上个月|去年|以前|之前|曾经|当初|那时|那天|那次|当时|刚才|后来|[吃去玩住喝看买点订走坐][了过]"
+    ),
     "ja": re.compile(
         r"昨日|先日|この前|先週|あの時|その時|ました|でした|だった|" r"た(?:[。、！!？?」]|$|よ|ね|けど|し|から|の|ん)"
     ),
 }
+# The German perfect: an auxiliary and, after it, a participle closing its clause ("Wir haben ...
+# normale Abendessen bestellt,", "sind ... gegangen"). Two searches, not "aux.*participle": that one
+# re-read the rest of the sentence from every auxiliary (minutes for a long sentence of "ist").
+_PERFECT = {
+    "de": (
+        re.compile(r"\b(?:habe|hast|hat|haben|habt|bin|bist|ist|sind|seid)\b", re.IGNORECASE),
+        re.compile(
+            r"\b(?:ge\w+(?:t|en)|(?:be|ver|er|ent|zer|emp)\w+t|\w+iert|bekommen|vergessen|verloren|entschieden|"
+            r"erhalten|verstanden)\b(?=\s*(?:[.,;:!?)\n]|$))|\bge\w+(?:t|en)\b",
+            re.IGNORECASE,
+        ),
+    ),
+}
 _QUESTION = re.compile(
-    r"[?？¿]|\best-ce que\b|吗|是不是|要不要|能不能|可不可以|好不好|为什么|怎么|(?:ます|です|でしょう|ない|の)か",
+    r"[?？¿]|\best-ce que\b|吗|是不是|要不要|能不能|可不可以|好不好|为什么|怎么|(?:ます|です|でしょう|ない|の)か|"
+    # a Japanese sentence ending in か ("変更しましたか", "大丈夫かな"); a Chinese A-not-A question ("用不用",
+    # "有没有") or a sentence-final 吧 / 呢 / 嘛
+    r"か(?:な|しら|ね)?[\s。.!！]*$|([\u4e00-\u9fff])[不没]\1|[吧呢嘛][\s。.!！~～]*$|"
+    r"\bn['’]est-ce pas\b|,\s*(?:oder|nicht wahr|verdad)\s*[.!]*$",  # tag questions without a "?"
     re.IGNORECASE,
 )
 _FOREIGN_HEDGE = re.compile(
-    r"\b(?:würde\w*|könnte\w*|sollte\w*|möchte\w*|vielleicht|wenn|falls|ob|si|peut-être|pourrai\w*|"
-    r"devrai\w*|voudrai\w*)\b|もし|かもしれ|たら|なら",
+    r"\b(?:würde\w*|könnte\w*|sollte\w*|möchte\w*|wäre|wären|hätte|hätten|vielleicht|eventuell|wahrscheinlich|"
+    r"wenn|falls|ob|si|s['’]ils?|peut-être|pourrai\w*|devrai\w*|voudrai\w*|serai\w*|aurai\w*|quizás?|tal vez|"
+    r"a lo mejor|podría\w*|debería\w*|sería\w*)\b|もし|かもしれ|かも|たら|なら|れば|でしょう|だろう|"
+    r"如果|要是|假如|也许|或许|可能|大概|万一|的话|打算",
     re.IGNORECASE,
 )
+# What may follow "に変更" for it to report a change made or decided ("に変更しました", "に変更で、",
+# "に変更します。"): not a wish, a plan, a condition, a negation or a question ("に変更したい",
+# "に変更するつもり", "に変更すれば", "に変更しても", "に変更しない", "に変更しましたか").
+_CHANGE_END = re.compile(
+    r"(?:しました|した|します|する|してください|して下さい|済み(?:です)?|です|だ|で|になりました|になった|"
+    r"になります|されました|された|されます)?(?=\s*(?:[。、，,.!！\n」』）)]|$))"
+)
+# A sentence of a cue of another language (_ClauseScan.foreign_cue_counts): as _SENTENCE, but a "."
+# before a letter or digit ("45.5", "z.B") or before a lower-case word ("z.B. fürs") does not end it.
+_FOREIGN_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|\.(?=\w|[ \t]+[a-zß-öø-ÿ]))+[.!?。！？]*")
 
 
 def correction_cues(text: str) -> list[str]:
@@ -365,19 +419,25 @@ class _ClauseScan:
 
     def foreign_cue_counts(self, at: int, cue: str) -> bool:
         """Whether the cue of another language at ``at`` counts (``_FOREIGN_CUES``): a marker opens
-        a clause; its sentence is no question and, but for "に変更", not told in the past."""
+        a clause ("に変更" ends as ``_CHANGE_END`` allows); its sentence (``_FOREIGN_SENTENCE``) is no
+        question, holds no modal or condition and, but for "に変更", is not told in the past."""
         if cue not in _FOREIGN_PREDICATES and not self.opens_clause(at):
             return False
+        if cue == "に変更" and not _CHANGE_END.match(self.text, at + len(cue)):
+            return False
         if self._sentences is None:
-            self._sentences = [s.span() for s in _SENTENCE.finditer(self.text)]
+            self._sentences = [s.span() for s in _FOREIGN_SENTENCE.finditer(self.text)]
         i = bisect.bisect_right(self._sentences, (at, len(self.text) + 1)) - 1
         lo, hi = self._sentences[i] if i >= 0 else (0, len(self.text))
         lang = "ja-change" if cue == "に変更" else _FOREIGN_CUES[cue]
         key = (lo, lang)
         if key not in self._foreign:  # once per sentence: a long one may hold many cues
             sentence = self.text[lo:hi]
-            past = lang != "ja-change" and _PAST[lang].search(sentence) is not None
-            self._foreign[key] = not past and _QUESTION.search(sentence) is None
+            past = lang != "ja-change" and (_PAST[lang].search(sentence) is not None or _perfect(lang, sentence))
+            hedged = _FOREIGN_HEDGE.search(sentence) is not None or any(
+                not _is_month(sentence, h) for h in _HEDGE.finditer(sentence)
+            )
+            self._foreign[key] = not past and not hedged and _QUESTION.search(sentence) is None
         return self._foreign[key]
 
     def opens_clause(self, at: int) -> bool:
@@ -401,8 +461,21 @@ class _ClauseScan:
             self._hedges = [(h.start(), h.end()) for h in _HEDGE.finditer(self.text) if not _is_month(self.text, h)]
         # Modal spans never hold a clause mark, so none straddles a clause start; they do not
         # overlap, so the first one starting in the clause is the first to end.
-        i = bisect.bisect_left(self._hedges, (self.clause_start(at), -1))
-        return i < len(self._hedges) and self._hedges[i][1] <= at
+        start = self.clause_start(at)
+        i = bisect.bisect_left(self._hedges, (start, -1))
+        if i < len(self._hedges) and self._hedges[i][1] <= at:
+            return True
+        touching = _HEDGE_TOUCHING.search(self.text, max(start, at - _HEDGE_TOUCHING_LOOKBACK), at)
+        return touching is not None and not _is_month(self.text, touching)
+
+
+def _perfect(lang: str, sentence: str) -> bool:
+    """True when ``sentence`` holds a perfect tense of ``lang`` (``_PERFECT``); linear in its length."""
+    if lang not in _PERFECT:
+        return False
+    aux, participle = _PERFECT[lang]
+    m = aux.search(sentence)
+    return m is not None and participle.search(sentence, m.end()) is not None
 
 
 def _is_month(text: str, m: re.Match[str]) -> bool:
@@ -417,6 +490,7 @@ def _is_month(text: str, m: re.Match[str]) -> bool:
         word == "May"
         and _SENTENCE_OPEN.search(text, lo, m.start()) is None
         and _SUBJECT_AFTER.match(text, m.end()) is None
+        and _BARE_VERB_AFTER.match(text, m.end()) is None
     )
 
 

@@ -5,16 +5,27 @@ replayed into a fresh :class:`~retain.Memory` (events added in order with their 
 and the agent state at the event; ``gold`` is never read), and at the probe the candidate pool is built
 exactly as :meth:`retain.Memory.search` builds it for a state-carrying search. Labels are the probe's
 ``needed`` events. Scoring figures count needed events missing from the pool as misses.
+
+Types. A candidate's type at search time is what the rule classifier (:mod:`retain.classify`) said when
+the record was written; on the training files it agrees with ``gold.type`` for about 72% of the pool
+candidates. Fitted on those types, the scorer learns to trust a type as far as the classifier is right
+*on the training files*. :func:`gold_typed` gives the same examples with each candidate's ``gold.type``
+instead (the classifier's type where an event has no gold key); ``train_types="gold"`` fits on them
+(teacher forcing: the answer key of the training files, which fitting may read). Scoring always uses
+the classifier's types, as a search does. The default is ``"predicted"``: over the 67 training files
+(5-fold by scenario, scored on the classifier's types) fitting on gold types gave recall@5 0.593
+against 0.613, since the scorer then trusts types more than the classifier earns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from retain.basis import Encoder
 from retain.errors import InvalidInput
@@ -22,22 +33,41 @@ from retain.eval.scenario_runner import add_event, source_prefix
 from retain.eval.scenarios import load_scenario
 from retain.lexical import is_terse
 from retain.memory import Memory
+from retain.record import MemoryType
 from retain.retrieve import PRESETS
-from retain.sam import SamExample, StateScorer, train_state_scorer
+from retain.sam import TYPES, SamExample, StateScorer, train_state_scorer
 from retain.state import AgentState
 from retain.store.base import HOT_TIERS, RecordFilter
 
-__all__ = ["ProbeExample", "cross_validate", "probe_examples", "rank_metrics", "scenario_files"]
+__all__ = [
+    "TRAIN_TYPES",
+    "ProbeExample",
+    "cross_validate",
+    "gold_typed",
+    "probe_examples",
+    "rank_metrics",
+    "scenario_files",
+    "training_examples",
+]
+
+TrainTypes = Literal["gold", "predicted"]
+TRAIN_TYPES: tuple[TrainTypes, ...] = ("gold", "predicted")
+"""Which candidate types a scorer is fitted on: the training files' ``gold.type`` or the classifier's."""
 
 
 @dataclass(frozen=True, slots=True)
 class ProbeExample:
-    """A :class:`SamExample` with what the figures need: the pool's event ids, all needed event ids."""
+    """A :class:`SamExample` with what the figures need: the pool's event ids, all needed event ids.
+
+    ``gold_types`` ((n,) intp index into :data:`retain.sam.TYPES`, one per candidate) is each pool
+    event's ``gold.type``, the classifier's type where the event has none; ``example`` carries the
+    classifier's types."""
 
     example: SamExample
     event_ids: tuple[str, ...]
     needed: frozenset[str]
     query: str
+    gold_types: npt.NDArray[np.intp] | None = None
 
 
 def scenario_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -63,6 +93,7 @@ def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample
         sc = load_scenario(path)
         prefix = source_prefix(sc.id)
         order = {e.id: e.index for e in sc.events}
+        gold = {e.id: TYPES.index(MemoryType(e.gold.type)) for e in sc.events if e.gold is not None}
         with Memory(encoder=encoder, state_scorer=False) as mem:
             done = -1
             for probe in sorted(sc.probes, key=lambda p: order[p.after]):
@@ -86,8 +117,38 @@ def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample
                     terse=is_terse(probe.query),
                     group=sc.id,
                 )
-                out.append(ProbeExample(example, ids, needed, probe.query))
+                gold_types = np.array(
+                    [gold.get(i, int(t)) for i, t in zip(ids, cands.types, strict=True)], dtype=np.intp
+                )
+                out.append(ProbeExample(example, ids, needed, probe.query, gold_types))
     return out
+
+
+def gold_typed(probes: Sequence[ProbeExample]) -> list[SamExample]:
+    """The probes' examples with each candidate typed by its ``gold.type`` (see the module docstring).
+
+    Raises:
+        InvalidInput: a probe built without gold types (not by :func:`probe_examples`).
+    """
+    out = []
+    for p in probes:
+        if p.gold_types is None or p.gold_types.shape != p.example.cands.types.shape:
+            raise InvalidInput(f"probe of {p.example.group}: no gold types for its {len(p.event_ids)} candidates")
+        out.append(replace(p.example, cands=replace(p.example.cands, types=p.gold_types)))
+    return out
+
+
+def training_examples(probes: Sequence[ProbeExample], train_types: TrainTypes) -> list[SamExample]:
+    """The examples a scorer is fitted on: :func:`gold_typed` for ``"gold"``, as built for ``"predicted"``.
+
+    Raises:
+        InvalidInput: ``train_types`` is neither.
+    """
+    if train_types == "gold":
+        return gold_typed(probes)
+    if train_types == "predicted":
+        return [p.example for p in probes]
+    raise InvalidInput(f"train_types: {train_types!r}, expected one of {TRAIN_TYPES}")
 
 
 def _rank_row(p: ProbeExample, scorer: StateScorer | None) -> dict[str, Any]:
@@ -123,13 +184,16 @@ def rank_metrics(probes: Sequence[ProbeExample], scorer: StateScorer | None) -> 
     return _pooled([_rank_row(p, scorer) for p in probes if p.needed])
 
 
-def cross_validate(probes: Sequence[ProbeExample], *, folds: int = 5, **train_kwargs: Any) -> dict[str, Any]:
+def cross_validate(
+    probes: Sequence[ProbeExample], *, folds: int = 5, train_types: TrainTypes = "predicted", **train_kwargs: Any
+) -> dict[str, Any]:
     """Grouped k-fold cross-validation: scenarios are dealt round-robin (sorted by id) into ``folds``
-    folds; each fold's probes are scored by a model fitted on the other folds' scenarios only. Figures
+    folds; each fold's probes are scored by a model fitted on the other folds' scenarios only (on the
+    types ``train_types`` names, :func:`training_examples`; scored on the classifier's types). Figures
     pooled over all held-out probes as :func:`rank_metrics`.
 
     Raises:
-        InvalidInput: fewer than 2 scenarios, or ``folds`` < 2.
+        InvalidInput: fewer than 2 scenarios, ``folds`` < 2, or an unknown ``train_types``.
     """
     groups = sorted({p.example.group for p in probes})
     if len(groups) < 2 or folds < 2:
@@ -137,6 +201,7 @@ def cross_validate(probes: Sequence[ProbeExample], *, folds: int = 5, **train_kw
     fold_of = {g: i % min(folds, len(groups)) for i, g in enumerate(groups)}
     rows = []
     for fold in sorted(set(fold_of.values())):
-        model = train_state_scorer([p.example for p in probes if fold_of[p.example.group] != fold], **train_kwargs)
+        fit = [p for p in probes if fold_of[p.example.group] != fold]
+        model = train_state_scorer(training_examples(fit, train_types), **train_kwargs)
         rows += [_rank_row(p, model) for p in probes if fold_of[p.example.group] == fold and p.needed]
     return _pooled(rows)

@@ -84,8 +84,8 @@ class RecordFilter:
 
     Raises:
         InvalidInput: a field of the wrong kind (a string or a number where a collection is due; a
-            segment id that is not a string; a position that is not an int, is negative or does not fit
-            64 bits; an unknown type or tier name; ``include_superseded`` not a bool).
+            segment id that is not a string or holds a lone surrogate; a position that is not an int,
+            is negative or does not fit 64 bits; an unknown type or tier name; ``include_superseded`` not a bool).
     """
 
     types: tuple[MemoryType, ...] | None = None
@@ -108,6 +108,11 @@ class RecordFilter:
             for segment in segments:
                 if not isinstance(segment, str):
                     raise InvalidInput(f"segments: segment ids are strings, got {segment!r}")
+                if not segment.isascii():  # a lone surrogate: SQLite cannot bind it, the index matched nothing
+                    try:
+                        segment.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise InvalidInput(f"segments: {segment!r} is not valid UTF-8 text") from None
             object.__setattr__(self, "segments", tuple(sorted(set(segments))))
         if self.seqs is not None:
             items = _items(self.seqs, "seqs")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -189,7 +190,7 @@ class _NamespaceIndex:
     types: npt.NDArray[np.object_]
     tiers: npt.NDArray[np.object_]
     segments: npt.NDArray[np.object_]
-    seqs: npt.NDArray[np.float64]
+    seqs: npt.NDArray[np.int64]  # -1: no position (float64 would merge positions above 2**53)
     event_us: npt.NDArray[np.float64]
     current: npt.NDArray[np.bool_]
     masks: dict[RecordFilter, npt.NDArray[np.intp]] = field(default_factory=dict)
@@ -205,8 +206,8 @@ class _NamespaceIndex:
             if flt.segments is not None:  # a set, not np.isin: object arrays holding None do not sort
                 wanted = set(flt.segments)
                 rows = rows[np.fromiter((s in wanted for s in self.segments[rows]), dtype=bool, count=len(rows))]
-            if flt.seqs is not None:  # NaN (no position) matches nothing
-                rows = rows[np.isin(self.seqs[rows], np.asarray(flt.seqs, dtype=np.float64))]
+            if flt.seqs is not None:  # -1 (no position) matches nothing; int64 compares exactly
+                rows = rows[np.isin(self.seqs[rows], np.asarray(flt.seqs, dtype=np.int64))]
             return rows
         if flt in self.masks:
             return self.masks[flt]
@@ -243,7 +244,8 @@ class _NamespaceIndex:
                 self.matrix[i] = zero if rec.embedding is None else np.asarray(rec.embedding, dtype="<f4")
                 self.has_vector[i] = rec.embedding is not None
                 self.types[i], self.tiers[i], self.segments[i] = rec.type.value, rec.tier.value, rec.segment
-                self.seqs[i], self.event_us[i], self.current[i] = _index_columns(rec)
+                self.seqs[i] = _index_seq(rec)
+                self.event_us[i], self.current[i] = _index_columns(rec)
         if new:
             rows = [zero if r.embedding is None else np.asarray(r.embedding, dtype="<f4") for r in new]
             self.matrix = np.concatenate([self.matrix, np.stack(rows).reshape(len(new), dim)])
@@ -252,10 +254,10 @@ class _NamespaceIndex:
             self.types = np.concatenate([self.types, np.array([r.type.value for r in new], dtype=object)])
             self.tiers = np.concatenate([self.tiers, np.array([r.tier.value for r in new], dtype=object)])
             self.segments = np.concatenate([self.segments, _objects([r.segment for r in new])])
-            columns = np.array([_index_columns(r) for r in new], dtype=np.float64).reshape(len(new), 3)
-            self.seqs = np.concatenate([self.seqs, columns[:, 0]])
-            self.event_us = np.concatenate([self.event_us, columns[:, 1]])
-            self.current = np.concatenate([self.current, columns[:, 2].astype(bool)])
+            columns = np.array([_index_columns(r) for r in new], dtype=np.float64).reshape(len(new), 2)
+            self.seqs = np.concatenate([self.seqs, np.array([_index_seq(r) for r in new], dtype=np.int64)])
+            self.event_us = np.concatenate([self.event_us, columns[:, 0]])
+            self.current = np.concatenate([self.current, columns[:, 1].astype(bool)])
         self.masks.clear()
         self.searches.clear()
         return True
@@ -283,6 +285,10 @@ def _check_folder(path: Path, *, create: bool) -> None:
         return
     if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
         raise InvalidInput(f"path: {path}: {_existing_file(folder)} is a file, not a folder")
+    if path.parts[0].startswith("~"):  # used as given: create_dirs would make a folder named "~" here
+        raise InvalidInput(
+            f"path: {path}: the folder {folder} does not exist (~ is not expanded: pass os.path.expanduser(path))"
+        )
     if not create:
         raise InvalidInput(
             f"path: {path}: the folder {folder} does not exist; create it first, or pass create_dirs=True"
@@ -298,11 +304,15 @@ def _existing_file(folder: Path) -> Path:
     return next(p for p in (folder, *folder.parents) if p.exists())
 
 
-def _index_columns(rec: MemoryRecord) -> tuple[float, float, float]:
-    """(seq or NaN, event time in microseconds or NaN, 1.0 when current) as the index holds them."""
+def _index_seq(rec: MemoryRecord) -> int:
+    """The record's stream position as the index holds it: an int64, -1 for none."""
+    return -1 if rec.seq is None else rec.seq
+
+
+def _index_columns(rec: MemoryRecord) -> tuple[float, float]:
+    """(event time in microseconds or NaN, 1.0 when current) as the index holds them."""
     us = _to_us(rec.event_time)
     return (
-        np.nan if rec.seq is None else float(rec.seq),
         np.nan if us is None else float(us),
         1.0 if rec.superseded_by is None else 0.0,
     )
@@ -320,7 +330,8 @@ class SQLiteStore(Store):
     Args:
         path: file path, or ":memory:" for a private in-memory database. The file is created when
             missing; its folder must exist (as for :func:`sqlite3.connect`), unless ``create_dirs``.
-            The path is used as given (no ``~`` expansion).
+            The path is used as given (no ``~`` expansion; a ``~`` path whose folder is missing is
+            refused, ``create_dirs`` or not, rather than a folder named ``~`` made here).
         create_dirs: create the missing folders of ``path`` first (``mkdir -p``). Default False: a
             missing folder is refused, so a typo in a path does not quietly start a new store.
 
@@ -328,7 +339,8 @@ class SQLiteStore(Store):
 
     Raises:
         InvalidInput: the folder of ``path`` does not exist (and ``create_dirs`` is False), is not a
-            folder, or cannot be created; ``create_dirs`` not a bool. Nothing was created.
+            folder, or cannot be created; ``path`` empty, holding a NUL, or not a str or path (bytes);
+            ``create_dirs`` not a bool. Nothing was created.
         SchemaError: the path cannot be opened as an SQLite database; the file was written by a
             newer retain (higher schema version).
     """
@@ -340,7 +352,12 @@ class SQLiteStore(Store):
     def __init__(self, path: str | Path = ":memory:", *, create_dirs: bool = False) -> None:
         if not isinstance(create_dirs, bool):
             raise InvalidInput(f"create_dirs: must be a bool, got {create_dirs!r}")
-        self._path = str(path)
+        # str() of bytes is "b'x.db'" (a file of that name); "" is a temporary database; a NUL fails in os.stat
+        if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
+            raise InvalidInput(f"path: must be a str or a path, got {type(path).__name__}")
+        self._path = os.fspath(path)
+        if not self._path or "\x00" in self._path:
+            raise InvalidInput(f"path: {self._path!r} is no file path (use ':memory:' for an in-memory store)")
         if self._path != ":memory:":
             _check_folder(Path(self._path), create=create_dirs)
         try:
@@ -700,7 +717,7 @@ class SQLiteStore(Store):
             types=np.array([r[2] for r in rows], dtype=object),
             tiers=np.array([r[3] for r in rows], dtype=object),
             segments=np.array([r[4] for r in rows], dtype=object),
-            seqs=np.array([np.nan if r[7] is None else float(r[7]) for r in rows], dtype=np.float64),
+            seqs=np.array([-1 if r[7] is None else r[7] for r in rows], dtype=np.int64),
             event_us=np.array([np.nan if r[5] is None else float(r[5]) for r in rows], dtype=np.float64),
             current=np.array([bool(r[6]) for r in rows], dtype=bool),
         )
@@ -895,6 +912,10 @@ def _where(namespace: str, flt: RecordFilter, alias: str = "") -> tuple[str, tup
         if len(values) <= _INLINE_VALUES:
             clauses.append(f"{alias}{column} IN ({','.join('?' * len(values))})")
             params.extend(values)
+        elif column == "segment" and any("\x00" in str(v) for v in values):
+            # json_each cuts a string at a NUL ("a\x00b" would match segment "a"): compare UTF-8 hex
+            clauses.append(f"hex({alias}segment) IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps([str(v).encode("utf-8").hex().upper() for v in values]))
         else:  # one JSON parameter: SQLite caps the bound parameters of a statement (250,000 here)
             clauses.append(f"{alias}{column} IN (SELECT value FROM json_each(?))")
             params.append(json.dumps(values, ensure_ascii=False))
