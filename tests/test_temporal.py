@@ -117,3 +117,109 @@ def test_weekend_and_last_night():
 def test_unknown_language_code_is_refused():
     with pytest.raises(InvalidInput, match="languages"):
         resolve_times("yesterday", ANCHOR, languages=["xx-nope"])
+
+
+# --- cost bounds: each distinct expression parsed once; a query read for its first expressions ----
+
+
+@pytest.fixture
+def dateparser_calls(monkeypatch):
+    """Phrases handed to dateparser (``get_date_data``), in order; the memo is emptied around the test."""
+    from retain import temporal
+
+    calls: list[str] = []
+    real = temporal._parser
+
+    class Counting:
+        def __init__(self, parser):
+            self.parser = parser
+
+        def get_date_data(self, phrase):
+            calls.append(phrase)
+            return self.parser.get_date_data(phrase)
+
+    monkeypatch.setattr(temporal, "_parser", lambda languages, base: Counting(real(languages, base)))
+    temporal._date_data.cache_clear()
+    yield calls
+    temporal._date_data.cache_clear()
+
+
+def test_a_repeated_expression_is_parsed_once(dateparser_calls):
+    refs = resolve_times("May 3 and May 3, then May 3 again; yesterday too.", ANCHOR)
+    assert [(r.text, r.start) for r in refs] == [
+        ("May 3", d(2023, 5, 3)),
+        ("May 3", d(2023, 5, 3)),
+        ("May 3", d(2023, 5, 3)),
+        ("yesterday", d(2023, 5, 9)),
+    ]
+    assert [r.begin for r in refs] == [0, 10, 22, 35]
+    assert dateparser_calls == ["May 3", "yesterday"]
+    resolve_times("Back on May 3.", ANCHOR)  # same phrase, same anchor: still memoised
+    assert dateparser_calls == ["May 3", "yesterday"]
+    resolve_times("Back on May 3.", d(2022, 1, 1))  # another anchor is another reading
+    assert dateparser_calls == ["May 3", "yesterday", "May 3"]
+
+
+def test_a_query_is_read_for_its_first_expressions_and_the_rest_are_reported():
+    from retain.temporal import MAX_QUERY_TIME_EXPRESSIONS, read_query_time
+
+    head = "What happened on May 3, 2023? " * MAX_QUERY_TIME_EXPRESSIONS
+    reading = read_query_time(head + "And in 2019, before June 2023?", ANCHOR)
+    assert len(reading.refs) == MAX_QUERY_TIME_EXPRESSIONS
+    assert {(r.start, r.end) for r in reading.refs} == {(d(2023, 5, 3), d(2023, 5, 4))}
+    assert reading.left_out == ("2019", "June 2023")  # not read: reported, not dropped unseen
+    assert reading.span == (d(2023, 5, 3), d(2023, 5, 4))
+    assert parse_query_time(head + "And in 2019?", ANCHOR) == reading.span
+
+
+def test_a_query_under_the_limit_is_read_whole():
+    from retain.temporal import read_query_time
+
+    reading = read_query_time("What happened in 2019, before June 2023?", ANCHOR)
+    assert [r.text for r in reading.refs] == ["2019", "June 2023"] and reading.left_out == ()
+    assert reading.span == (None, d(2023, 6, 1))
+    assert read_query_time("How are you?", ANCHOR) == read_query_time("How are you?", None)
+    assert read_query_time("How are you?", ANCHOR).span is None
+
+
+def test_a_longest_query_full_of_dates_costs_at_most_the_limit_in_dateparser_calls(dateparser_calls):
+    from retain.lexical import MAX_QUERY_CHARS
+    from retain.temporal import MAX_QUERY_TIME_EXPRESSIONS, read_query_time
+
+    months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    distinct = "".join(f"{months[i % 12]} {i % 28 + 1}, {2000 + i % 30} " for i in range(800))[:MAX_QUERY_CHARS]
+    reading = read_query_time(distinct, ANCHOR)
+    assert len(dateparser_calls) == len(reading.refs) == MAX_QUERY_TIME_EXPRESSIONS
+    assert len(reading.left_out) > 600
+    repeated = "May 3 " * (MAX_QUERY_CHARS // 6)
+    dateparser_calls.clear()
+    reading = read_query_time(repeated, ANCHOR)
+    assert dateparser_calls == ["May 3"]
+    assert len(reading.refs) + len(reading.left_out) == MAX_QUERY_CHARS // 6
+    assert reading.span == (d(2023, 5, 3), d(2023, 5, 4))
+
+
+def test_search_logs_the_query_expressions_left_out():
+    import io
+    import json
+
+    from retain import HashingEncoder, Memory
+    from retain.observe import configure_logging, disable_logging
+    from retain.temporal import MAX_QUERY_TIME_EXPRESSIONS, RANGE_WEIGHT
+
+    stream = io.StringIO()
+    with Memory(":memory:", encoder=HashingEncoder(64)) as mem:
+        rec = mem.add("We planted the tulips.", namespace="t", event_time=d(2023, 5, 3) + timedelta(hours=9))
+        mem.add("We painted the fence.", namespace="t", event_time=d(2023, 4, 2))
+        configure_logging(json=True, stream=stream)
+        try:
+            plain = mem.search("What did we plant on May 3?", namespace="t", now=ANCHOR)
+            heavy = mem.search("What did we plant on May 3? " * 300, namespace="t", now=ANCHOR)
+        finally:
+            disable_logging()
+    events = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [e["event"] for e in events] == ["search", "search"]
+    assert "n_left_out" not in events[0]
+    assert events[1]["n_left_out"] == 300 - MAX_QUERY_TIME_EXPRESSIONS
+    for hits in (plain, heavy):
+        assert hits[0].record.id == rec and hits[0].scores["time"] == RANGE_WEIGHT

@@ -88,3 +88,13 @@ def test_every_token_is_well_formed_and_times_are_within_a_day(text: str) -> Non
         assert _TOKEN.match(token), (text, token)
         if token.startswith("t:"):
             assert 0 <= int(token[2:]) < 24 * 60
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["Aug 8-17 at 7:30 pm, 4,800 EUR. ", "May 3 ", "7:30 ", "2026-08-08..17 19h30 12.50 ", "8月8日下午3点 "],
+)
+def test_a_long_text_repeating_values_gives_the_tokens_of_one_copy(unit: str) -> None:
+    # a date or time read once is not read again as a time or an amount, however many precede it
+    long = unit * (10_000 // len(unit))
+    assert canonical_values(long) == canonical_values(unit) != frozenset()

@@ -6,7 +6,8 @@ A regular expression finds the time expressions (English and Chinese: "yesterday
 (``DateDataParser.get_date_data``, which also gives its period: day, week, month or year) with
 ``RELATIVE_BASE`` set to the anchor, the event time of the record's session. The expression is cheap
 to run on every turn; dateparser (about 1 ms a call) only sees the expressions found, never a turn
-without one. Expressions dateparser cannot read ("a few days ago") are left out, not guessed.
+without one, and reads each distinct expression once per anchor (memoised). Expressions dateparser
+cannot read ("a few days ago") are left out, not guessed.
 
 Rules:
 
@@ -17,6 +18,10 @@ Rules:
   weekend" is Saturday to Monday (dateparser reads "last saturday"; "last night" is read as
   "yesterday"; "next weekend", ambiguous, is not resolved).
 * dateparser reads times without a zone; the anchor is converted to UTC first and results are UTC.
+* A query is read for its first :data:`MAX_QUERY_TIME_EXPRESSIONS` time expressions (a question
+  names one or two). The rest are not read and not dropped unseen: :func:`read_query_time` returns
+  them (``QueryTime.left_out``) and a search counts them (``n_left_out`` of its ``search`` log event,
+  :mod:`retain.observe`).
 """
 
 from __future__ import annotations
@@ -32,17 +37,21 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput
+from retain.observe import annotate
 from retain.record import MemoryRecord, utc
 
 __all__ = [
     "DEFAULT_LANGUAGES",
+    "MAX_QUERY_TIME_EXPRESSIONS",
     "RANGE_WEIGHT",
     "WHEN_WEIGHT",
+    "QueryTime",
     "TimeRef",
     "asks_when",
     "has_time_words",
     "overlaps",
     "parse_query_time",
+    "read_query_time",
     "resolve_times",
     "time_boost",
     "time_features",
@@ -64,6 +73,11 @@ DEFAULT_LANGUAGES: tuple[str, ...] = ("en", "zh")
 # (0.05: 0.785, 0.1: 0.752), so it is off.
 WHEN_WEIGHT = 0.0
 RANGE_WEIGHT = 0.1
+MAX_QUERY_TIME_EXPRESSIONS = 16
+"""Time expressions of one query that are read (handed to dateparser), the first in order of
+appearance; the rest are left out of the query's range and reported (:class:`QueryTime`). LoCoMo dev
+questions hold at most two (1,161 none, 182 one, 4 two); a 10,000-character query can hold about
+1,700, each a dateparser call of about 1-2 ms when distinct."""
 
 _MONTHS = (
     r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|(?-i:May)|june?|july?|aug(?:ust)?|"
@@ -171,30 +185,42 @@ def resolve_times(
 
     Source: dateparser (scrapinghub/dateparser) ``DateDataParser.get_date_data``.
     """
-    if not isinstance(text, str):
-        raise InvalidInput(f"text: must be a string, got {type(text).__name__}")
-    base = utc(anchor, field_name="anchor")
-    base_naive = None if base is None else base.replace(tzinfo=None)
-    refs: list[TimeRef] = []
-    for match in _EXPRESSIONS.finditer(text):
-        group = next(g for g, v in match.groupdict().items() if v is not None)
-        begin, end = match.span(group)
-        phrase = text[begin:end]
-        if base_naive is None:
-            refs.append(TimeRef(phrase, begin, end, None, None, "unknown"))
-            continue
-        alias, period = _ALIASES.get(" ".join(phrase.lower().split()), (phrase, ""))
-        data = _date_data(_languages(phrase, tuple(languages)), alias, base_naive)
-        if data is None:  # dateparser cannot read it: kept out rather than guessed
-            continue
-        start, stop, granularity = _range(data[0], period or data[1])
-        refs.append(TimeRef(phrase, begin, end, start, stop, granularity))
-    return refs
+    return _resolve(text, anchor, languages, None)[0]
 
 
 def time_refs_metadata(text: str, anchor: datetime | None) -> list[dict[str, Any]]:
     """:func:`resolve_times` as JSON-ready dicts (``TimeRef.to_dict``), for ``metadata["time_refs"]``."""
     return [ref.to_dict() for ref in resolve_times(text, anchor)]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTime:
+    """The time range a query names, as :func:`read_query_time` read it.
+
+    Attributes:
+        span: [start, end) in UTC (a None bound is open), or None when the query names no range
+            (:func:`parse_query_time`).
+        refs: the expressions read (the first :data:`MAX_QUERY_TIME_EXPRESSIONS`), in order of
+            appearance, as :func:`resolve_times` gives them (unreadable ones left out, unresolved
+            ones kept).
+        left_out: the expressions after those, as written, in order: not read, no part of ``span``.
+    """
+
+    span: tuple[datetime | None, datetime | None] | None
+    refs: tuple[TimeRef, ...]
+    left_out: tuple[str, ...]
+
+
+def read_query_time(query: str, now: datetime | str | None) -> QueryTime:
+    """The time range ``query`` asks about (:func:`parse_query_time`), with the expressions read
+    and those left out beyond :data:`MAX_QUERY_TIME_EXPRESSIONS` (each distinct expression is one
+    dateparser call, about 1-2 ms).
+
+    Raises:
+        InvalidInput: ``query`` is not a string, or ``now`` is naive or not a time.
+    """
+    read, left_out = _resolve(query, now, DEFAULT_LANGUAGES, MAX_QUERY_TIME_EXPRESSIONS)
+    return QueryTime(_span(query, [r for r in read if r.resolved]), tuple(read), tuple(left_out))
 
 
 def parse_query_time(query: str, now: datetime | str | None) -> tuple[datetime | None, datetime | None] | None:
@@ -204,34 +230,13 @@ def parse_query_time(query: str, now: datetime | str | None) -> tuple[datetime |
     "before June 2023" -> (None, 2023-06-01); "after 2022" -> [2023-01-01, None); "since May 2023"
     -> [2023-05-01, None). Several
     expressions give the smallest range covering them all. ``now`` anchors relative expressions;
-    None resolves nothing (returns None).
+    None resolves nothing (returns None). Only the first :data:`MAX_QUERY_TIME_EXPRESSIONS`
+    expressions are read; :func:`read_query_time` also returns the ones left out.
 
     Raises:
         InvalidInput: ``query`` is not a string, or ``now`` is naive or not a time.
     """
-    refs = [r for r in resolve_times(query, now) if r.resolved]
-    if not refs:
-        return None
-    lows: list[datetime | None] = []
-    highs: list[datetime | None] = []
-    for ref in refs:
-        assert ref.start is not None and ref.end is not None
-        prefix, suffix = query[: ref.begin], query[ref.end_char :]
-        if _BEFORE.search(prefix) or _BEFORE_ZH.search(suffix):
-            lows.append(None)
-            highs.append(ref.start)
-        elif _AFTER.search(prefix) or _AFTER_ZH.search(suffix):
-            lows.append(ref.end)
-            highs.append(None)
-        elif _SINCE.search(prefix) or _SINCE_ZH.search(suffix):
-            lows.append(ref.start)
-            highs.append(None)
-        else:
-            lows.append(ref.start)
-            highs.append(ref.end)
-    low = None if any(x is None for x in lows) else min(x for x in lows if x is not None)
-    high = None if any(x is None for x in highs) else max(x for x in highs if x is not None)
-    return low, high
+    return read_query_time(query, now).span
 
 
 def asks_when(query: str) -> bool:
@@ -248,13 +253,20 @@ def time_features(
     expression (``metadata["time_refs"]``). ``in_range``: 1.0 when the query names a time range
     (:func:`parse_query_time` with ``now``) and the record's event time lies in it or one of its
     resolved time expressions overlaps it. All zeros when the query does neither.
+
+    The query's expressions beyond :data:`MAX_QUERY_TIME_EXPRESSIONS` are not read; their number is
+    set as ``n_left_out`` on the running operation (:func:`retain.observe.annotate`: the ``search``
+    log event).
     """
     n = len(records)
     dated = np.zeros(n)
     in_range = np.zeros(n)
     if asks_when(query):
         dated[:] = [any(ref.get("start") for ref in r.metadata.get("time_refs", ())) for r in records]
-    span = parse_query_time(query, now) if now is not None else None
+    reading = read_query_time(query, now) if now is not None else None
+    if reading is not None and reading.left_out:
+        annotate(n_left_out=len(reading.left_out))
+    span = None if reading is None else reading.span
     if span is not None:
         low, high = span
         for i, rec in enumerate(records):
@@ -288,6 +300,63 @@ def overlaps(start: datetime | None, end: datetime | None, low: datetime | None,
 # --- internals ----------------------------------------------------------------------------------
 
 
+def _resolve(
+    text: str, anchor: datetime | str | None, languages: Sequence[str], limit: int | None
+) -> tuple[list[TimeRef], list[str]]:
+    """:func:`resolve_times` of the first ``limit`` expressions (None = all), and the expressions
+    after them as written (not read)."""
+    if not isinstance(text, str):
+        raise InvalidInput(f"text: must be a string, got {type(text).__name__}")
+    base = utc(anchor, field_name="anchor")
+    base_naive = None if base is None else base.replace(tzinfo=None)
+    refs: list[TimeRef] = []
+    left_out: list[str] = []
+    for n, match in enumerate(_EXPRESSIONS.finditer(text)):
+        group = next(g for g, v in match.groupdict().items() if v is not None)
+        begin, end = match.span(group)
+        phrase = text[begin:end]
+        if limit is not None and n >= limit:
+            left_out.append(phrase)
+            continue
+        if base_naive is None:
+            refs.append(TimeRef(phrase, begin, end, None, None, "unknown"))
+            continue
+        alias, period = _ALIASES.get(" ".join(phrase.lower().split()), (phrase, ""))
+        data = _date_data(_languages(phrase, tuple(languages)), alias, base_naive)
+        if data is None:  # dateparser cannot read it: kept out rather than guessed
+            continue
+        start, stop, granularity = _range(data[0], period or data[1])
+        refs.append(TimeRef(phrase, begin, end, start, stop, granularity))
+    return refs, left_out
+
+
+def _span(query: str, refs: Sequence[TimeRef]) -> tuple[datetime | None, datetime | None] | None:
+    """The smallest range covering the resolved ``refs`` of ``query``, each read with the words
+    around it ("before", "after", "since", "之前", ...)."""
+    if not refs:
+        return None
+    lows: list[datetime | None] = []
+    highs: list[datetime | None] = []
+    for ref in refs:
+        assert ref.start is not None and ref.end is not None
+        prefix, suffix = query[: ref.begin], query[ref.end_char :]
+        if _BEFORE.search(prefix) or _BEFORE_ZH.search(suffix):
+            lows.append(None)
+            highs.append(ref.start)
+        elif _AFTER.search(prefix) or _AFTER_ZH.search(suffix):
+            lows.append(ref.end)
+            highs.append(None)
+        elif _SINCE.search(prefix) or _SINCE_ZH.search(suffix):
+            lows.append(ref.start)
+            highs.append(None)
+        else:
+            lows.append(ref.start)
+            highs.append(ref.end)
+    low = None if any(x is None for x in lows) else min(x for x in lows if x is not None)
+    high = None if any(x is None for x in highs) else max(x for x in highs if x is not None)
+    return low, high
+
+
 def _iso(value: object) -> datetime | None:
     try:
         return utc(value if isinstance(value, str) else None)
@@ -312,7 +381,10 @@ def _parser(languages: tuple[str, ...], base: datetime) -> Any:
     return DateDataParser(languages=list(languages), settings=_settings(base))
 
 
+@lru_cache(maxsize=4096)
 def _date_data(languages: tuple[str, ...], phrase: str, base: datetime) -> tuple[datetime, str] | None:
+    """dateparser's date and period of ``phrase`` against ``base``, memoised: a text (or query) that
+    repeats an expression ("May 3 ... May 3") costs one dateparser call per distinct expression."""
     try:
         data = _parser(languages, base).get_date_data(phrase)
     except ValueError as exc:  # dateparser refuses unknown language codes (on first use)

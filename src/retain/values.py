@@ -163,17 +163,17 @@ def canonical_values(text: str) -> frozenset[str]:
     if not _DIGIT.search(text):  # every value but noon / midnight has a digit: the common case is cheap
         return frozenset("t:0" if m.group().lower() == "midnight" else "t:720" for m in _NOON.finditer(text))
     found: set[str] = set()
-    spans: list[tuple[int, int]] = []
+    taken = bytearray(len(text))  # 1 at the characters a date or time was read from: linear, not a scan per match
     for match in _DATES.finditer(text):
         found.update(_dates(match))
-        spans.append(match.span())
+        taken[match.start() : match.end()] = b"\1" * (match.end() - match.start())
     for match in _TIMES.finditer(text):
-        if any(a <= match.start() < b for a, b in spans):
+        if taken[match.start()]:
             continue
         found.add(_time(match))
-        spans.append(match.span())
+        taken[match.start() : match.end()] = b"\1" * (match.end() - match.start())
     for match in _NUMBERS.finditer(text):
-        if any(a <= match.start() < b for a, b in spans):
+        if taken[match.start()]:
             continue
         token = _number(match)
         if token is not None:
