@@ -7,6 +7,7 @@ backend used to read differently.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,27 @@ def test_cli_import_refuses_a_db_whose_folder_does_not_exist(tmp_path, monkeypat
     result = runner.invoke(app, ["import", str(lines), "-n", NS, "--db", str(tmp_path / "missing" / "x.db")])
     assert result.exit_code == 2 and "does not exist" in result.output
     assert not (tmp_path / "missing").exists()
+
+
+def test_cli_read_command_on_a_missing_folder_names_the_folder_not_add_a_memory_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("RETAIN_ENCODER", "hashing-64")
+    result = runner.invoke(app, ["info", "--db", str(tmp_path / "missing" / "x.db")])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output and "add a memory first" not in result.output
+
+
+def test_cli_trace_of_a_scenario_without_probes_says_so(tmp_path):
+    path = tmp_path / "s.json"
+    doc = {
+        "format": "retain-scenario/1",
+        "id": "no-probes-001",
+        "events": [{"id": "e1", "t": "2026-03-01T09:00:00Z", "role": "user", "text": "Budget under 5000 EUR."}],
+        "probes": [],
+    }
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    result = runner.invoke(app, ["trace", str(path), "--encoder", "hashing-384"])
+    assert result.exit_code == 0, result.output
+    assert "has no probes" in result.output
 
 
 # --- 2. query length ----------------------------------------------------------------------------

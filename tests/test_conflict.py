@@ -378,6 +378,53 @@ def test_english_past_stories_and_questions_leave_a_hard_constraint_current() ->
         assert decide(rec(text), [(coeliac, 0.6)]).relation is Relation.NEW, text
 
 
+ENGLISH_NON_CORRECTIONS = [
+    "If the venue cancels, actually we go with the pizza place.",  # a condition before the cue
+    "In case the venue cancels, actually we go with the pizza place for dinner.",
+    "Actually, maybe we could drop the gluten-free rule.",  # a hedge after the cue
+    "Actually, we might raise the budget to 5000.",
+    "Correction: I guess the total budget is 5000 EUR now.",
+    "Actually, the budget would be 5000 then, not sure.",
+    "Instead, we had dinner at a normal pizza place, Marta was fine.",  # a story told in the past
+    "Actually, yesterday Marta ate a normal pizza and she was fine with the dinner.",
+    "He said: actually the budget is 5000.",  # reported speech
+    "She says that actually the total budget is now 5000 EUR.",
+]
+
+
+@pytest.mark.parametrize("text", ENGLISH_NON_CORRECTIONS)
+def test_an_english_cue_under_a_condition_hedge_story_or_report_leaves_a_hard_constraint_current(text: str) -> None:
+    coeliac = hard("Marta is coeliac: strictly gluten-free dinners.")
+    cap = hard("Hard limit: total budget 4200 EUR.")
+    assert correction_cues(text), text  # still cues: a soft preference may still yield to them
+    assert explicit_cues(text) == [], text
+    for constraint in (coeliac, cap):
+        decision = decide(rec(text), [(constraint, 0.6)])
+        assert decision.relation is Relation.NEW and decision.target is None, (text, constraint.content)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Actually, I changed my mind: the budget is 5000.",
+        "Correction: we moved the date to May 5.",  # "May" the month, past tense with a new value
+        "Actually, the total budget is 5000 EUR.",
+        "Change of plan: we went with 5000 EUR as the total budget.",
+        "Yesterday the client raised the total budget to 5000 EUR.",  # a story naming the new value
+        "Actually, Marta is not coeliac after all: gluten-free dinners are not needed.",
+    ],
+)
+def test_an_english_correction_in_the_past_or_present_still_retires_a_hard_constraint(text: str) -> None:
+    constraints = [
+        hard("Hard limit: total budget 4200 EUR."),
+        hard("The trip date is fixed: April 28, no changes."),
+        hard("Marta is coeliac: strictly gluten-free dinners."),
+    ]
+    assert explicit_cues(text), text
+    decision = decide(rec(text), [(c, 0.6) for c in constraints])
+    assert decision.relation is Relation.UPDATE and decision.target in constraints, text
+
+
 def test_a_160_kb_text_gets_the_cues_and_decision_its_content_calls_for() -> None:
     """Each cue used to re-read the text from its start (minutes for 160 KB); the answers on long
     inputs are those the rules give: only a marker that opens a clause is explicit."""
@@ -411,6 +458,13 @@ def _reference_explicit_cues(text: str) -> list[str]:
         else:
             explicit = not any(s >= start and e <= m.start() for s, e in hedges)
         if explicit:
+            lo, hi = next((s.span() for s in conflict._EN_SENTENCE.finditer(text) if s.end() > m.start()), (0, 0))
+            sentence = text[lo:hi]
+            hedged = bool(conflict._EN_HEDGE.search(sentence))
+            story = bool(conflict._EN_STORY.search(sentence)) and not conflict._NUMBER.search(sentence)
+            before = any(lo <= b.start() < m.start() for b in conflict._EN_BEFORE.finditer(text))
+            explicit = not (hedged or before or (story and conflict._MARKER.match(cue)))
+        if explicit:
             out.append(cue)
     return out
 
@@ -418,7 +472,8 @@ def _reference_explicit_cues(text: str) -> list[str]:
 _WORDS = [
     "actually", "instead", "update", "correction", "change of plan", "scratch that", "oh", "so", "well", "ok",
     "will", "may", "May", "in", "if", "now", "is now", "it's now", "raised the cap", "to", "300", "3", "switch to",
-    "Window", "the", "cap", "i can do 4 runs", "更正", "改成", "如果", "计划有变", "6个人了", "no longer", "Budget",
+    "Window", "the", "cap", "i can do 4 runs", "maybe", "said", "we had", "yesterday", "could",
+    "更正", "改成", "如果", "计划有变", "6个人了", "no longer", "Budget",
 ]  # fmt: skip
 _SEPARATORS = [" ", ", ", ". ", "! ", ": ", " - ", " — ", "\n", "", "? ", "(", '"', "  ", ";", "-", "，", "..."]
 

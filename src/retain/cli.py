@@ -91,11 +91,6 @@ def _open(db: Path | None, encoder: str | None = None, *, create: bool = False):
 
     settings = Settings.from_env()
     path = db if db is not None else settings.db_path
-    if not create and not Path(path).is_file():
-        err_console.print(
-            f"[red]error:[/red] no store at {path} (add a memory first, or pass --db PATH)", soft_wrap=True
-        )
-        raise typer.Exit(code=2)
     if Path(path).is_dir():
         err_console.print(f"[red]error:[/red] {path} is a directory, not a store file", soft_wrap=True)
         raise typer.Exit(code=2)
@@ -103,6 +98,11 @@ def _open(db: Path | None, encoder: str | None = None, *, create: bool = False):
     if not folder.is_dir():  # Memory(path) refuses it too; the CLI's hint is mkdir, not create_dirs=True
         problem = "is a file, not a folder" if folder.exists() else "does not exist (create it first)"
         err_console.print(f"[red]error:[/red] no store at {path}: the folder {folder} {problem}", soft_wrap=True)
+        raise typer.Exit(code=2)
+    if not create and not Path(path).is_file():
+        err_console.print(
+            f"[red]error:[/red] no store at {path} (add a memory first, or pass --db PATH)", soft_wrap=True
+        )
         raise typer.Exit(code=2)
     try:
         if encoder is None:

@@ -161,6 +161,9 @@ def trace(
     try:
         sc = load_scenario(scenario)
         rank = get_retriever(retriever)
+        if not sc.probes:
+            console.print(f"{scenario}: scenario {sc.id} has no probes, nothing to trace ({len(sc.events)} events)")
+            return
         mem = Memory(encoder=make_encoder(encoder))
     except RetainError as exc:
         err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)

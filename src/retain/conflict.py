@@ -36,7 +36,9 @@ Decision (first that applies):
    correction marker that opens a sentence or clause ("Actually, ...", "Correction: ...", "Change of
    plan: ...", "Oh, scratch that", "计划有变，...") or a change predicate not under a modal ("infra
    raised the budget to 12 minutes", "预算放宽到3500元"; not "checkout will switch the export to"),
-   whose sentence overlaps the constraint's subject or which comes with an aligned value change. A
+   whose sentence overlaps the constraint's subject or which comes with an aligned value change; an
+   English cue not in a sentence with a modal or hedge, after a condition or a reporting verb, or (a
+   marker) in a past-tense story without a number ("Instead, we had dinner at ..."). A
    mid-clause marker ("somewhere Marta can actually relax"), a value change or a negation flip alone
    never retires one. When such a refused proposal would have won, no other candidate is superseded
    instead: the decision is ``new`` and carries the proposal as :attr:`ConflictDecision.held` for
@@ -318,6 +320,35 @@ _CHANGE_END = re.compile(
     r"(?:しました|した|します|する|してください|して下さい|済み(?:です)?|です|だ|で|になりました|になった|"
     r"になります|されました|された|されます)?(?=\s*(?:[。、，,.!！\n」』）)]|$))"
 )
+# What keeps an English cue from being explicit (_ClauseScan.english_cue_counts), read in its sentence
+# (_EN_SENTENCE: a "." ends it unless a word character follows, "4.5"): a modal or hedge anywhere in it
+# ("Actually, maybe we could drop the rule.", "we might raise the budget"; "would like" too: a wish; "may"
+# is left to the clause rule of the predicates); a condition or
+# a report ("X said:", "she says that") before the cue ("If the venue cancels, actually we go ...", "He
+# said: actually the budget is 5000."); for a marker, a story told in the past with no number in its
+# sentence ("Instead, we had dinner at a normal pizza place"): "we had / went / ate ...", "yesterday",
+# "last night". Past tense
+# alone is no story: "Actually, I changed my mind: ...", "Correction: we moved the date to May 5." are
+# corrections.
+_EN_HEDGE = re.compile(
+    r"\b(?:maybe|perhaps|possibly|probably|might|could|would|should (?:we|i|you|they)|i guess|"
+    r"not (?:sure|certain))\b",
+    re.IGNORECASE,
+)
+_EN_BEFORE = re.compile(
+    r"\b(?:(?:if(?!-)|unless|in case|provided|assuming|supposing|as long as|according to)\b|"  # conditions
+    # reported speech: "X said: ...", "she says that ..." ("Theresa May said the cap is now 300" is no report)
+    r"(?:said|says|told (?:me|us|him|her|them)|tells (?:me|us)|wrote|writes|claims?|claimed|mentioned)"
+    r"(?:\s*:|\s+that\b))",
+    re.IGNORECASE,
+)
+_EN_STORY = re.compile(
+    r"\b(?:we|they)\s+(?:had|went|ate|drank|ordered|stayed|tried|visited|spent|met|saw|did|took)\b"
+    r"(?!\s+(?:with|to\s+\d|\w+\s+wrong\b|\w+\s+\w+\s+wrong\b))|"
+    r"\b(?:yesterday|last (?:night|week|weekend|time|month|year)|the other day|that night)\b",
+    re.IGNORECASE,
+)
+_EN_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|\.(?=\w))+[.!?。！？]*")
 # A sentence of a cue of another language (_ClauseScan.foreign_cue_counts): as _SENTENCE, but a "."
 # before a letter or digit ("45.5", "z.B") or before a lower-case word ("z.B. fürs") does not end it.
 _FOREIGN_SENTENCE = re.compile(r"(?:[^.!?。！？\n]|\.(?=\w|[ \t]+[a-zß-öø-ÿ]))+[.!?。！？]*")
@@ -357,6 +388,12 @@ def explicit_cues(text: str) -> list[str]:
       ("checkout will switch the export to ...", "if they raise it to ..."); "May" that names the
       month is no modal ("In May the cap is now 300.", "From May 3 ..."; "May I ...?" and "we may"
       are);
+    * an English cue of either kind counts only in a sentence without a modal or hedge ("Actually,
+      maybe we could ...", "we might raise ...", "I guess", "not sure"), without a condition or a
+      reporting verb before it ("If the venue cancels, actually ...", "He said: actually ...") and,
+      for a marker, that tells no story in the past without a number ("Instead, we had dinner at a
+      normal pizza place"; "Actually, I changed my mind: the budget is 5000." counts): ``_EN_HEDGE``,
+      ``_EN_BEFORE``, ``_EN_STORY``;
     * a cue of another language ("eigentlich", "en fait", "en realidad", "其实", "実は", "に変更", ...:
       ``_FOREIGN_CUES``) counts only where :func:`correction_cues` keeps it, never in a question or a
       past-tense story; markers are then explicit, the predicates "doch lieber" and "に変更" unless a
@@ -378,6 +415,8 @@ def explicit_cues(text: str) -> list[str]:
             )
         else:
             explicit = not scan.hedged(m.start())
+        if explicit and cue not in _FOREIGN_CUES:
+            explicit = scan.english_cue_counts(m.start(), marker=bool(_MARKER.match(cue)))
         if explicit:
             out.append(cue)
     return out
@@ -402,6 +441,9 @@ class _ClauseScan:
         self._hedges: list[tuple[int, int]] | None = None
         self._sentences: list[tuple[int, int]] | None = None
         self._foreign: dict[tuple[int, str], bool] = {}  # (sentence start, language) -> no question, no past
+        self._english: dict[int, tuple[bool, bool]] = {}  # sentence start -> (hedged, story)
+        self._before: list[int] | None = None  # starts of _EN_BEFORE matches
+        self._en_sentences: list[tuple[int, int]] | None = None
 
     @property
     def rev(self) -> str:
@@ -425,10 +467,7 @@ class _ClauseScan:
             return False
         if cue == "に変更" and not _CHANGE_END.match(self.text, at + len(cue)):
             return False
-        if self._sentences is None:
-            self._sentences = [s.span() for s in _FOREIGN_SENTENCE.finditer(self.text)]
-        i = bisect.bisect_right(self._sentences, (at, len(self.text) + 1)) - 1
-        lo, hi = self._sentences[i] if i >= 0 else (0, len(self.text))
+        lo, hi = self._sentence(at)
         lang = "ja-change" if cue == "に変更" else _FOREIGN_CUES[cue]
         key = (lo, lang)
         if key not in self._foreign:  # once per sentence: a long one may hold many cues
@@ -439,6 +478,34 @@ class _ClauseScan:
             )
             self._foreign[key] = not past and not hedged and _QUESTION.search(sentence) is None
         return self._foreign[key]
+
+    def _sentence(self, at: int) -> tuple[int, int]:
+        """The span of the ``_FOREIGN_SENTENCE`` holding position ``at``."""
+        if self._sentences is None:
+            self._sentences = [s.span() for s in _FOREIGN_SENTENCE.finditer(self.text)]
+        i = bisect.bisect_right(self._sentences, (at, len(self.text) + 1)) - 1
+        return self._sentences[i] if i >= 0 else (0, len(self.text))
+
+    def english_cue_counts(self, at: int, *, marker: bool) -> bool:
+        """Whether the English cue at ``at`` may be explicit: its sentence (``_EN_SENTENCE``) holds no modal or hedge
+        (``_EN_HEDGE``), no condition or reporting verb before it (``_EN_BEFORE``) and, for a
+        ``marker``, tells no story in the past without a number (``_EN_STORY``)."""
+        if self._en_sentences is None:
+            self._en_sentences = [s.span() for s in _EN_SENTENCE.finditer(self.text)]
+        i = bisect.bisect_right(self._en_sentences, (at, len(self.text) + 1)) - 1
+        lo, hi = self._en_sentences[i] if i >= 0 else (0, len(self.text))
+        if lo not in self._english:  # once per sentence: a long one may hold many cues
+            sentence = self.text[lo:hi]
+            hedged = _EN_HEDGE.search(sentence) is not None
+            story = _EN_STORY.search(sentence) is not None and _NUMBER.search(sentence) is None
+            self._english[lo] = (hedged, story)
+        hedged, story = self._english[lo]
+        if hedged or (marker and story):
+            return False
+        if self._before is None:
+            self._before = [b.start() for b in _EN_BEFORE.finditer(self.text)]
+        i = bisect.bisect_left(self._before, lo)
+        return not (i < len(self._before) and self._before[i] < at)
 
     def opens_clause(self, at: int) -> bool:
         # A match of _CLAUSE_OPEN ending at ``at`` is an opener (one character, or a space and dashes)

@@ -14,7 +14,8 @@ attribute names in :data:`ALLOWED_FIELDS` are accepted.
 Events (``event`` field of a log line; span name ``retain.<event>``):
 
 * ``add``: namespace, n (items asked), ids (ids returned), latency_ms.
-* ``search``: namespace, k, n_candidates, n_hits, latency_ms.
+* ``search``: namespace, k, n_candidates, n_hits, latency_ms; n_left_out when a query holds more time
+  expressions than :data:`retain.temporal.MAX_QUERY_TIME_EXPRESSIONS` (those beyond it are not read).
 * ``context``: namespace, k, budget_tokens, used_tokens, n_included, n_left_out, provenance_id.
 * ``evict`` (the retention decision, span ``retain.evict``): namespace, policy, n_offered,
   n_evicted, ids (evicted), latency_ms.
