@@ -404,19 +404,20 @@ def explicit_cues(text: str) -> list[str]:
     reads at most the two words before it. Raises nothing; any str is accepted."""
     out: list[str] = []
     for m, cue, scan in _cue_matches(text):
+        marker = bool(_MARKER.match(cue))
         if cue in _FOREIGN_CUES:
             # a marker counts (correction_cues) only where it opens a clause: then it is explicit
             explicit = cue not in _FOREIGN_PREDICATES or not (
                 scan.hedged(m.start()) or _FOREIGN_HEDGE.search(text, scan.clause_start(m.start()), m.start())
             )
-        elif _MARKER.match(cue):
+        elif marker:
             explicit = scan.opens_clause(m.start()) or (
                 (cue[-1] in ":!-" or bool(_HEADING_END.match(text, m.end()))) and scan.labelled(m.start())
             )
         else:
             explicit = not scan.hedged(m.start())
         if explicit and cue not in _FOREIGN_CUES:
-            explicit = scan.english_cue_counts(m.start(), marker=bool(_MARKER.match(cue)))
+            explicit = scan.english_cue_counts(m.start(), marker=marker)
         if explicit:
             out.append(cue)
     return out
@@ -439,11 +440,10 @@ class _ClauseScan:
         self._rev: str | None = None
         self._clause_starts: list[int] | None = None
         self._hedges: list[tuple[int, int]] | None = None
-        self._sentences: list[tuple[int, int]] | None = None
+        self._sentences: dict[re.Pattern[str], list[tuple[int, int]]] = {}  # pattern -> sentence spans
         self._foreign: dict[tuple[int, str], bool] = {}  # (sentence start, language) -> no question, no past
         self._english: dict[int, tuple[bool, bool]] = {}  # sentence start -> (hedged, story)
         self._before: list[int] | None = None  # starts of _EN_BEFORE matches
-        self._en_sentences: list[tuple[int, int]] | None = None
 
     @property
     def rev(self) -> str:
@@ -467,7 +467,7 @@ class _ClauseScan:
             return False
         if cue == "に変更" and not _CHANGE_END.match(self.text, at + len(cue)):
             return False
-        lo, hi = self._sentence(at)
+        lo, hi = self._sentence(at, _FOREIGN_SENTENCE)
         lang = "ja-change" if cue == "に変更" else _FOREIGN_CUES[cue]
         key = (lo, lang)
         if key not in self._foreign:  # once per sentence: a long one may hold many cues
@@ -479,21 +479,20 @@ class _ClauseScan:
             self._foreign[key] = not past and not hedged and _QUESTION.search(sentence) is None
         return self._foreign[key]
 
-    def _sentence(self, at: int) -> tuple[int, int]:
-        """The span of the ``_FOREIGN_SENTENCE`` holding position ``at``."""
-        if self._sentences is None:
-            self._sentences = [s.span() for s in _FOREIGN_SENTENCE.finditer(self.text)]
-        i = bisect.bisect_right(self._sentences, (at, len(self.text) + 1)) - 1
-        return self._sentences[i] if i >= 0 else (0, len(self.text))
+    def _sentence(self, at: int, pattern: re.Pattern[str]) -> tuple[int, int]:
+        """The span of the sentence (a match of ``pattern``: ``_FOREIGN_SENTENCE``, ``_EN_SENTENCE``)
+        that starts last at or before position ``at``; the spans are found once per pattern."""
+        spans = self._sentences.get(pattern)
+        if spans is None:
+            spans = self._sentences[pattern] = [s.span() for s in pattern.finditer(self.text)]
+        i = bisect.bisect_right(spans, (at, len(self.text) + 1)) - 1
+        return spans[i] if i >= 0 else (0, len(self.text))
 
     def english_cue_counts(self, at: int, *, marker: bool) -> bool:
         """Whether the English cue at ``at`` may be explicit: its sentence (``_EN_SENTENCE``) holds no modal or hedge
         (``_EN_HEDGE``), no condition or reporting verb before it (``_EN_BEFORE``) and, for a
         ``marker``, tells no story in the past without a number (``_EN_STORY``)."""
-        if self._en_sentences is None:
-            self._en_sentences = [s.span() for s in _EN_SENTENCE.finditer(self.text)]
-        i = bisect.bisect_right(self._en_sentences, (at, len(self.text) + 1)) - 1
-        lo, hi = self._en_sentences[i] if i >= 0 else (0, len(self.text))
+        lo, hi = self._sentence(at, _EN_SENTENCE)
         if lo not in self._english:  # once per sentence: a long one may hold many cues
             sentence = self.text[lo:hi]
             hedged = _EN_HEDGE.search(sentence) is not None
