@@ -13,6 +13,7 @@ from retain.context import Context, Provenance
 from retain.errors import (
     BudgetInfeasible,
     DatasetUnavailable,
+    DuplicateContent,
     EncoderMismatch,
     Forbidden,
     InvalidInput,
@@ -36,6 +37,7 @@ __all__ = [
     "CanaryReport",
     "Context",
     "DatasetUnavailable",
+    "DuplicateContent",
     "Encoder",
     "EncoderMismatch",
     "Forbidden",

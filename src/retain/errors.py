@@ -5,7 +5,8 @@ so callers can catch either::
 
     RetainError
     ├── InvalidInput (ValueError)          bad argument at the public boundary; nothing was written
-    │   └── TextTooLong (ValueError)       text over the configured limit when splitting is off
+    │   ├── TextTooLong (ValueError)       text over the configured limit when splitting is off
+    │   └── DuplicateContent (ValueError)  a batch guarded by RequireUnique met a current copy; nothing written
     ├── RecordNotFound (KeyError)          no record with that id in that namespace
     ├── EncoderMismatch (ValueError)       store was built with another encoder (name or dimension)
     ├── SchemaError (RuntimeError)         store schema is newer than this library, or not set up
@@ -28,6 +29,21 @@ class InvalidInput(RetainError, ValueError):
 
 class TextTooLong(InvalidInput):
     """A text exceeds the configured maximum length and splitting is disabled."""
+
+
+class DuplicateContent(InvalidInput):
+    """A batch guarded by :class:`~retain.store.base.RequireUnique` found a current record with the
+    same content (and role, segment, position) already in the namespace, written by another
+    connection since the caller looked. The whole batch rolled back: nothing was written.
+
+    Attributes:
+        existing_id: the id of that current record (the one a duplicate lookup now returns), or
+            None when not known.
+    """
+
+    def __init__(self, message: str, existing_id: str | None = None) -> None:
+        super().__init__(message)
+        self.existing_id = existing_id
 
 
 class RecordNotFound(RetainError, KeyError):

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from retain.errors import InvalidInput, SchemaError
+from retain.errors import DuplicateContent, InvalidInput, SchemaError
 from retain.lexical import query_terms
 from retain.record import MemoryRecord, MemoryType, Tier, content_hash, new_id
 from retain.store import ALL_RECORDS, AuditEntry, RecordFilter, SQLiteStore, Store
@@ -30,6 +30,7 @@ from retain.store.base import (
     LexicalSearch,
     PutProvenance,
     PutRecords,
+    RequireUnique,
     VectorSearch,
 )
 from retain.store.sqlite import GENESIS_HASH, SCHEMA_VERSION, audit_hash
@@ -201,6 +202,56 @@ def test_find_by_hash_returns_oldest_current(store: Store) -> None:
     store.put([second.evolve(superseded_by=other.id)])
     assert store.find_by_hash("ns", digest) is None
     assert store.find_by_hash("elsewhere", content_hash("different words")) is None
+
+
+def test_require_unique_refuses_a_current_copy_and_writes_nothing(store: Store) -> None:
+    first = make("ns", "same words", role="Alice", segment="s1", seq=3)
+    second = make("ns", "same  words", role="Alice", segment="s1", seq=3)  # same normalised text
+    guard = RequireUnique("ns", first.content_hash, role="Alice", segment="s1", seq=3)
+    note = AuditEntry("ns", "add", second.id)
+    store.batch([guard, PutRecords((first,))])  # no copy yet: the guard passes
+    store.put([make("ns", "unrelated")])
+
+    with pytest.raises(DuplicateContent, match=first.id) as info:
+        store.batch([guard, PutRecords((second,)), AppendAudit(note)])
+    assert info.value.existing_id == first.id
+    assert isinstance(info.value, InvalidInput)
+    assert store.get("ns", [second.id]) == []  # the whole batch rolled back
+    assert store.audit_log() == []
+    with pytest.raises(DuplicateContent):
+        store.put([second], [note], require=[guard])
+    assert store.count("ns", ALL_RECORDS) == 2
+
+    store.put([first.evolve(superseded_by=second.id)])  # the copy is history now: the guard passes
+    store.put([second], require=[guard])
+    assert ids(store.get("ns", [first.id, second.id])) == [first.id, second.id]
+    with pytest.raises(DuplicateContent) as info:
+        store.batch([guard])
+    assert info.value.existing_id == second.id
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"role": "Bob", "segment": "s1", "seq": 3},
+        {"role": "Alice", "segment": "s2", "seq": 3},
+        {"role": "Alice", "segment": None, "seq": 3},
+        {"role": "Alice", "segment": "s1", "seq": 4},
+        {"role": "Alice", "segment": "s1", "seq": None},
+    ],
+)
+def test_require_unique_counts_only_the_same_role_segment_and_position(store: Store, context: dict) -> None:
+    held = make("ns", "Sounds good!", role="Alice", segment="s1", seq=3)
+    store.put([held])
+    digest = held.content_hash
+    store.batch([RequireUnique("ns", digest, **context)])  # passes: another speaker or turn
+    store.batch([RequireUnique("elsewhere", digest, role="Alice", segment="s1", seq=3)])  # another namespace
+    store.batch([RequireUnique("ns", content_hash("other words"), role="Alice", segment="s1", seq=3)])
+    plain = make("ns", "Sounds good!")  # role "user", no segment, no position: None matches None
+    store.put([plain])
+    with pytest.raises(DuplicateContent) as info:
+        store.batch([RequireUnique("ns", digest, role="user")])
+    assert info.value.existing_id == plain.id
 
 
 # --- list / count ----------------------------------------------------------------------------

@@ -54,6 +54,7 @@ __all__ = [
     "ReadAudit",
     "RecordFilter",
     "RequireCurrent",
+    "RequireUnique",
     "ScoredId",
     "Store",
     "VectorSearch",
@@ -305,6 +306,25 @@ class RequireCurrent:
 
 
 @dataclass(frozen=True, slots=True)
+class RequireUnique:
+    """Fail the whole batch if ``namespace`` already holds a current record with this content hash,
+    ``role``, ``segment`` and ``seq`` (None matches None): the record :class:`FindByHash` with
+    ``in_context`` would find. Guards look-up-then-insert (``Memory.add`` with dedupe) against a
+    concurrent writer: put before the batch's :class:`PutRecords`, the check and the insert are one
+    transaction (a write batch: no other writer commits in between), so two writers adding the same
+    content cannot both store it; the one that commits second fails here and may look up again.
+
+    Result: None. Raises DuplicateContent (``existing_id`` = that record's id; the batch rolls
+    back, nothing is written)."""
+
+    namespace: str
+    content_hash: str
+    role: str | None = None
+    segment: str | None = None
+    seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ListRecords:
     """Result: list of records matching ``filter``, ordered by ``order``: "seq", "created", "event",
     or "recent" (newest written first)."""
@@ -468,6 +488,7 @@ Op = (
     | GetRecords
     | FindByHash
     | RequireCurrent
+    | RequireUnique
     | ListRecords
     | ListIds
     | CountRecords
@@ -528,10 +549,20 @@ class Store(ABC):
     # --- helpers built on batch -------------------------------------------------------------
 
     def put(
-        self, records: Sequence[MemoryRecord], audit: Sequence[AuditEntry] = (), edges: Sequence[Edge] = ()
+        self,
+        records: Sequence[MemoryRecord],
+        audit: Sequence[AuditEntry] = (),
+        edges: Sequence[Edge] = (),
+        *,
+        require: Sequence[RequireUnique | RequireCurrent] = (),
     ) -> None:
-        """Write records, then their edges (if any), and the audit entries atomically."""
-        ops: list[Op] = [PutRecords(tuple(records))]
+        """Write records, then their edges (if any), and the audit entries atomically.
+
+        ``require`` guards are checked first, in the same transaction: one that fails raises its
+        error (:class:`RequireUnique`: DuplicateContent; :class:`RequireCurrent`: InvalidInput or
+        RecordNotFound) and nothing is written.
+        """
+        ops: list[Op] = [*require, PutRecords(tuple(records))]
         if edges:
             ops.append(PutEdges(tuple(edges)))
         self.batch([*ops, *(AppendAudit(a) for a in audit)])

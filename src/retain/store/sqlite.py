@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from retain.errors import InvalidInput, RecordNotFound, SchemaError
+from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError
 from retain.kernels import blocked_product
 from retain.lexical import index_terms
 from retain.record import MemoryRecord, MemoryType, Tier, read_only_json, search_text, utcnow
@@ -59,6 +59,7 @@ from retain.store.base import (
     ReadAudit,
     RecordFilter,
     RequireCurrent,
+    RequireUnique,
     ScoredId,
     Store,
     VectorSearch,
@@ -594,6 +595,17 @@ class SQLiteStore(Store):
         if row[0] is not None:
             raise InvalidInput(f"id {op.id} was superseded by {row[0]} meanwhile; update the current version")
 
+    def _require_unique(self, op: RequireUnique) -> None:
+        row = self._conn.execute(
+            "SELECT id FROM records WHERE namespace = ? AND content_hash = ? AND superseded_by IS NULL "
+            "AND role IS ? AND segment IS ? AND seq IS ? ORDER BY rowid LIMIT 1",
+            (op.namespace, op.content_hash, op.role, op.segment, op.seq),
+        ).fetchone()
+        if row is not None:
+            raise DuplicateContent(
+                f"namespace {op.namespace!r} already holds this content as current record {row[0]}", existing_id=row[0]
+            )
+
     def _list(self, op: ListRecords) -> list[MemoryRecord]:
         return self._fetch(op.namespace, self._list_ids(ListIds(op.namespace, op.filter, op.limit, op.order)))
 
@@ -853,6 +865,7 @@ _HANDLERS: dict[type, Any] = {
     GetRecords: SQLiteStore._get,
     FindByHash: SQLiteStore._find_by_hash,
     RequireCurrent: SQLiteStore._require_current,
+    RequireUnique: SQLiteStore._require_unique,
     ListRecords: SQLiteStore._list,
     ListIds: SQLiteStore._list_ids,
     CountRecords: SQLiteStore._count,
