@@ -23,7 +23,7 @@ from retain import integrity
 from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
 from retain.canary import drop_canaries, is_canary
-from retain.errors import EncoderMismatch, Forbidden, InvalidInput, RecordNotFound, TextTooLong
+from retain.errors import DuplicateContent, EncoderMismatch, Forbidden, InvalidInput, RecordNotFound, TextTooLong
 from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
 from retain.kernels import blocked_product
@@ -71,6 +71,7 @@ from retain.store.base import (
     PutRecords,
     RecordFilter,
     RequireCurrent,
+    RequireUnique,
     ScoredId,
     Store,
 )
@@ -87,7 +88,11 @@ if TYPE_CHECKING:
     from retain.segments import Summariser
     from retain.utility import UtilityModel
 
-__all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
+__all__ = ["DEDUPE_ATTEMPTS", "DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
+
+DEDUPE_ATTEMPTS = 5
+"""Most times one :meth:`Memory.add_many` looks up duplicates and writes: a write refused because
+another writer stored one of its texts after the look-up starts over (the next look-up finds it)."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s*")
 
@@ -101,7 +106,8 @@ class MemoryConfig:
             into linked parts when ``split_long`` is on, else refused with :class:`TextTooLong`.
         max_text_chars: longest text accepted by ``add`` at all (characters), split or not.
         split_long: split long texts at sentence boundaries instead of refusing them.
-        dedupe: adding the exact content already current in the namespace returns the first id.
+        dedupe: adding the exact content already current in the namespace returns the first id
+            (checked in the write transaction: concurrent writers of one file store it once).
         classify: infer ``type`` with the rule classifier when the caller gives none.
         merge_paraphrases: a new record that says what a current record already says (cosine
             >= 0.93, same numbers, no correction cue; :func:`retain.conflict.decide`) is merged
@@ -349,7 +355,10 @@ class Memory:
         Texts longer than ``config.max_record_chars`` characters are split at sentence
         boundaries into linked parts (``metadata["split_group"]``, ``part``, ``parts``); the id of
         the first part is returned. Adding content already current in the namespace stores nothing
-        and returns the existing id.
+        and returns the existing id (with ``config.dedupe``; the same role, segment and ``seq``
+        too). The check is atomic with the write: two connections or processes adding the same
+        text at once store it once, and both get its id (see :meth:`add_many`). A text split into
+        parts is not deduplicated.
 
         ``state`` is the agent's task state when the event happened (:class:`~retain.state.AgentState`
         or a mapping in the scenario format); its phase is kept in ``metadata["phase"]`` for
@@ -371,6 +380,8 @@ class Memory:
                 longer fit in the budget; nothing is written.
             Forbidden: ``pinned=True`` from an actor outside ``config.trusted_actors`` (audited;
                 nothing is written).
+            DuplicateContent: other writers kept storing this text between look-up and write
+                (:data:`DEDUPE_ATTEMPTS` times in a row); nothing is written.
         """
         item = NewMemory(
             content=content,
@@ -404,8 +415,17 @@ class Memory:
 
         Every item is validated before anything is written: one bad item stores none of them.
 
+        With ``config.dedupe`` the duplicate check is atomic with the write: each new record is
+        stored under a :class:`~retain.store.base.RequireUnique` guard in the write transaction, so
+        writers on other connections or processes adding the same text at once store it once. When
+        another writer stored one of the texts after this call looked, nothing of this call is
+        written and it starts over from the look-up (it then returns that record's id), up to
+        :data:`DEDUPE_ATTEMPTS` times.
+
         Raises:
             InvalidInput, TextTooLong: as :meth:`add`, naming the index of the bad item.
+            DuplicateContent: (an InvalidInput) other writers stored texts of this call again on
+                each of :data:`DEDUPE_ATTEMPTS` attempts; nothing was written.
         """
         validate_namespace(namespace)
         _check_actor(actor)
@@ -420,9 +440,29 @@ class Memory:
                 drafts.append(self._draft(item, namespace))
             except InvalidInput as exc:
                 raise type(exc)(f"item {i}: {exc}") from exc
+        for attempt in range(1, DEDUPE_ATTEMPTS + 1):
+            try:
+                return self._write_drafts(namespace, actor, parsed, drafts, used)
+            except DuplicateContent:  # another writer stored one of these texts after the look-up
+                if attempt == DEDUPE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _write_drafts(
+        self,
+        namespace: str,
+        actor: str,
+        parsed: Sequence[NewMemory],
+        drafts: Sequence[list[MemoryRecord]],
+        used: Sequence[tuple[str, ...]],
+    ) -> list[str]:
+        """One attempt of :meth:`add_many` over validated ``drafts``: look up duplicates, then
+        write the rest in one transaction, each deduplicated new record under a
+        :class:`RequireUnique` guard. Raises DuplicateContent (nothing written) when a guard fails."""
         ids: list[str] = []
         fresh: list[MemoryRecord] = []
         seen: dict[str, str] = {}
+        guards: dict[str, RequireUnique] = {}  # the look-up each new record passed, re-checked as it is written
         explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
         typed = {r.id for parts, item in zip(drafts, parsed, strict=True) if item.type is not None for r in parts}
         restored: list[MemoryRecord] = []
@@ -453,6 +493,7 @@ class Memory:
                         restored.append(existing.evolve(tier=tier))
                     continue
                 seen[key] = head.id
+                guards[head.id] = RequireUnique(namespace, head.content_hash, head.role, head.segment, head.seq)
             ids.append(head.id)
             fresh.extend(parts)
         fresh = self._embed(fresh) if fresh else []
@@ -509,7 +550,10 @@ class Memory:
             ]
             try:
                 self.store.put(
-                    [*fresh, *restored, *moved, *merged_records, *retired], [*audit, *superseding, *evictions], edges
+                    [*fresh, *restored, *moved, *merged_records, *retired],
+                    [*audit, *superseding, *evictions],
+                    edges,
+                    require=[guards[r.id] for r in fresh if r.id in guards],
                 )
             except BaseException:
                 self._hot.pop(namespace, None)

@@ -1,0 +1,135 @@
+"""Two writers adding the same text to one SQLite file store it once (``MemoryConfig.dedupe``).
+
+The deterministic tests force the losing interleaving: the other writer commits the same text
+after this one's duplicate lookup and before its write. The two-process test races for real.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import traceback
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retain.audit import verify_store
+from retain.basis import HashingEncoder
+from retain.memory import Memory, NewMemory
+from retain.record import content_hash
+from retain.store import ALL_RECORDS
+from retain.store.base import FindByHash, Op
+
+DIM = 64
+NS = "shared"
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[Memory, Memory]]:
+    """Two Memory objects, each with its own connection, on one SQLite file."""
+    path = tmp_path / "shared.db"
+    a, b = Memory(path, encoder=HashingEncoder(DIM)), Memory(path, encoder=HashingEncoder(DIM))
+    yield a, b
+    a.close()
+    b.close()
+
+
+def copies(mem: Memory, text: str) -> list[str]:
+    """Ids of the current records of ``NS`` holding ``text`` (any tier)."""
+    digest = content_hash(text)
+    return [r.id for r in mem.store.list_records(NS, ALL_RECORDS) if r.content_hash == digest and r.is_current]
+
+
+def audited(mem: Memory, op: str) -> list[str | None]:
+    return [e["record_id"] for e in mem.store.audit_log(NS) if e["op"] == op]
+
+
+def after_lookup(monkeypatch: pytest.MonkeyPatch, mem: Memory, then: Any) -> None:
+    """Run ``then()`` once, right after ``mem``'s first duplicate lookup has returned."""
+    batch = mem.store.batch
+    fired: list[bool] = []
+
+    def hooked(ops: Sequence[Op]) -> list[Any]:
+        result = batch(ops)
+        if not fired and any(isinstance(op, FindByHash) for op in ops):
+            fired.append(True)
+            then()
+        return result
+
+    monkeypatch.setattr(mem.store, "batch", hooked)
+
+
+def test_same_text_added_between_lookup_and_write_is_stored_once(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    text = "The staging database password rotates every Monday."
+    other: list[str] = []
+    after_lookup(monkeypatch, a, lambda: other.append(b.add(text, namespace=NS)))
+
+    mine = a.add(text, namespace=NS)
+
+    assert copies(a, text) == other
+    assert mine == other[0]
+    assert audited(a, "add") == other  # the loser's add wrote nothing, so it logged nothing
+    assert verify_store(a.store).ok
+
+
+def test_add_many_keeps_its_other_items_when_one_races(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    raced, fresh = "Carol plays the cello.", "Dave collects stamps."
+    other: list[str] = []
+    after_lookup(monkeypatch, a, lambda: other.append(b.add(raced, namespace=NS)))
+
+    ids = a.add_many([NewMemory(raced), NewMemory(fresh), NewMemory(raced)], namespace=NS)
+
+    assert copies(a, raced) == other
+    assert copies(a, fresh) == [ids[1]]
+    assert ids == [other[0], ids[1], other[0]]
+    assert sorted(audited(a, "add")) == sorted([other[0], ids[1]])
+    assert verify_store(a.store).ok
+
+
+def _racer(path: str, texts: list[str], barrier: Any, results: Any) -> None:
+    errors: list[str] = []
+    ids: list[str] = []
+    try:
+        with Memory(path, encoder=HashingEncoder(DIM)) as mem:
+            for text in texts:
+                barrier.wait(60)  # both writers add the same text at the same moment
+                ids.append(mem.add(text, namespace=NS))
+    except BaseException:
+        errors.append(traceback.format_exc())
+        barrier.abort()
+    finally:
+        results.put((errors, ids))
+
+
+def test_two_processes_adding_the_same_texts_store_each_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.db")
+    Memory(path, encoder=HashingEncoder(DIM)).close()  # schema and encoder recorded up front
+    texts = [f"Courier delivered parcel number {i} to dock {i % 7}" for i in range(60)]
+
+    ctx = mp.get_context("spawn")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_racer, args=(path, texts, barrier, results)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        reports = [results.get(timeout=120) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    assert [errors for errors, _ in reports] == [[], []]
+    first, second = (ids for _, ids in reports)
+    assert first == second  # both writers were given the one stored id of each text
+
+    with Memory(path, encoder=HashingEncoder(DIM)) as mem:
+        assert mem.store.count(NS, ALL_RECORDS) == len(texts)
+        assert sorted(audited(mem, "add")) == sorted(first)
+        assert verify_store(mem.store).ok
