@@ -1,4 +1,4 @@
-"""Time of ``retain.conflict.explicit_cues`` and ``decide`` on long texts (10, 40 and 160 KB).
+"""Time of ``retain.cues.explicit_cues`` and ``retain.conflict.decide`` on long texts (10, 40 and 160 KB).
 
 Both were quadratic in the text length (each cue re-read the text from its start: 190 s for
 ``"instead " * 20000``); they are now linear. Inputs, each cut to the size in UTF-8 bytes:
@@ -21,7 +21,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from retain.conflict import decide, explicit_cues
+from retain.conflict import decide
+from retain.cues import explicit_cues
 from retain.record import MemoryRecord, MemoryType
 
 UNITS = {

@@ -175,7 +175,8 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from retain.conflict import Relation, correction_cues, decide, explicit_cues  # noqa: E402
+from retain.conflict import Relation, decide  # noqa: E402
+from retain.cues import correction_cues, explicit_cues  # noqa: E402
 from retain.record import MemoryRecord, MemoryType, new_id  # noqa: E402
 from retain.store import RecordFilter, SQLiteStore  # noqa: E402
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-import retain.conflict as conflict
 from retain.basis import HashingEncoder
-from retain.conflict import Relation, correction_cues, decide, explicit_cues, negated_terms, value_slots
+from retain.conflict import Relation, decide, negated_terms, value_slots
+from retain.cues import correction_cues, explicit_cues
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier, new_id
 
@@ -218,11 +216,6 @@ def test_a_soft_preference_is_still_superseded_by_a_mid_sentence_cue() -> None:
     assert weaker.target is pref and weaker.held is None
     stronger = decide(new, [(pref, 0.6), (hard(pref.content), 0.7)])  # it would have won: nothing superseded
     assert stronger.relation is Relation.NEW and stronger.held is not None and stronger.held.target is not pref
-
-
-def test_may_before_a_day_number_is_the_month_not_a_modal() -> None:
-    assert explicit_cues("From May 3 the cap is now 300.") == ["is now"]
-    assert explicit_cues("From then on the cap may now be 300.") == []
 
 
 def test_memory_keeps_a_hard_constraint_without_an_explicit_correction_and_audits_the_refusal() -> None:
@@ -437,49 +430,3 @@ def test_a_160_kb_text_gets_the_cues_and_decision_its_content_calls_for() -> Non
     assert decide(rec("so " + filler), [(cap, 0.6)]).relation is Relation.NEW  # no sentence about the budget
     cjk = "计划有变，一共6个人。" + "改成6个人了，" * 20_000
     assert explicit_cues(cjk)[:2] == ["计划有变", "改成"] and len(explicit_cues(cjk)) == 40_001
-
-
-def _reference_explicit_cues(text: str) -> list[str]:
-    """explicit_cues as first written: each cue reads the text from its start (quadratic)."""
-    out = []
-    for m in conflict._CUES.finditer(text):
-        cue = m.group(0).strip().lower()
-        start = max((c.end() for c in conflict._CLAUSE_MARK.finditer(text, 0, m.start())), default=0)
-        # read up to the cue, as first written: a modal running into it counts ("we'll改成")
-        hedges = [
-            (h.start(), h.end())
-            for h in conflict._HEDGE.finditer(text, 0, m.start())
-            if not conflict._is_month(text, h)
-        ]
-        if conflict._MARKER.match(cue):
-            heading = cue[-1] in ":!-" or bool(conflict._HEADING_END.match(text, m.end()))
-            label = conflict._LABEL.fullmatch(text, start, m.start())
-            explicit = bool(conflict._CLAUSE_OPEN.search(text, 0, m.start())) or (heading and label is not None)
-        else:
-            explicit = not any(s >= start and e <= m.start() for s, e in hedges)
-        if explicit:
-            lo, hi = next((s.span() for s in conflict._EN_SENTENCE.finditer(text) if s.end() > m.start()), (0, 0))
-            sentence = text[lo:hi]
-            hedged = bool(conflict._EN_HEDGE.search(sentence))
-            story = bool(conflict._EN_STORY.search(sentence)) and not conflict._NUMBER.search(sentence)
-            before = any(lo <= b.start() < m.start() for b in conflict._EN_BEFORE.finditer(text))
-            explicit = not (hedged or before or (story and conflict._MARKER.match(cue)))
-        if explicit:
-            out.append(cue)
-    return out
-
-
-_WORDS = [
-    "actually", "instead", "update", "correction", "change of plan", "scratch that", "oh", "so", "well", "ok",
-    "will", "may", "May", "in", "if", "now", "is now", "it's now", "raised the cap", "to", "300", "3", "switch to",
-    "Window", "the", "cap", "i can do 4 runs", "maybe", "said", "we had", "yesterday", "could",
-    "更正", "改成", "如果", "计划有变", "6个人了", "no longer", "Budget",
-]  # fmt: skip
-_SEPARATORS = [" ", ", ", ". ", "! ", ": ", " - ", " — ", "\n", "", "? ", "(", '"', "  ", ";", "-", "，", "..."]
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(_WORDS), st.sampled_from(_SEPARATORS)), max_size=30))
-def test_explicit_cues_agrees_with_the_quadratic_reference(parts: list[tuple[str, str]]) -> None:
-    text = "".join(w + s for w, s in parts)
-    assert explicit_cues(text) == _reference_explicit_cues(text)

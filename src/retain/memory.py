@@ -121,7 +121,7 @@ class MemoryConfig:
             negation flips) supersedes it in the same transaction: the old one keeps its content
             as history, leaves the core tier unless pinned, and is audited as "supersede" with the
             reason and scores. A hard constraint yields only to an explicit correction
-            (:func:`retain.conflict.explicit_cues`); other proposals against one are audited as
+            (:func:`retain.cues.explicit_cues`); other proposals against one are audited as
             refused. Measured precision 1.000 / recall 0.900 on the shared scenarios
             (``benchmarks/supersede_detection.py``).
         conflict_judge: optional second opinion (e.g. an LLM) that may veto each proposed
@@ -576,7 +576,7 @@ class Memory:
         limit), unless its caller gave a type (``typed`` ids): it takes the type and the core tier.
         An actor outside ``config.trusted_actors`` never supersedes a hard constraint or a pinned
         record: the proposal is dropped and audited as a refused "supersede". Nor does a record
-        without an explicit correction (:func:`retain.conflict.explicit_cues`) supersede a hard
+        without an explicit correction (:func:`retain.cues.explicit_cues`) supersede a hard
         constraint: :func:`~retain.conflict.find_updates` holds the proposal back and it is audited
         as a refused "supersede" too (the constraint stays current and mandatory)."""
         from retain.conflict import Relation, find_updates
