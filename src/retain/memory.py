@@ -1,14 +1,14 @@
 """The :class:`Memory` facade: the public entry point of retain.
 
 Every call names its namespace. Writes are validated in full before anything is stored, and each
-write goes to the store in one transaction together with its audit entries.
+write goes to the store in one transaction together with its audit entries. New texts are drafted
+by :mod:`retain.ingest`; a search's candidates are gathered and featurised by :mod:`retain.pool`.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -20,9 +20,19 @@ import numpy.typing as npt
 from retain import integrity
 from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
-from retain.canary import is_canary
-from retain.errors import DuplicateContent, EncoderMismatch, Forbidden, InvalidInput, RecordNotFound, TextTooLong
+from retain.errors import DuplicateContent, EncoderMismatch, Forbidden, InvalidInput, RecordNotFound
 from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
+from retain.ingest import (
+    check_text,
+    draft,
+    draft_update,
+    look_up_duplicates,
+    merge_paraphrases,
+    nearest_held,
+    predecessor,
+    score_utility,
+    supersede,
+)
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
 from retain.lexical import check_query, is_terse
 from retain.observe import added, annotate, observed, offered, searched, superseded
@@ -31,7 +41,6 @@ from retain.record import (
     MemoryRecord,
     MemoryType,
     Tier,
-    new_id,
     parse_tier,
     parse_type,
     search_text,
@@ -50,7 +59,7 @@ from retain.retrieve import (
     SearchOrder,
     mmr,
 )
-from retain.sam import PHASE_KEY, CandidateMemo, StateScorer, content_terms
+from retain.sam import CandidateMemo, StateScorer, content_terms
 from retain.segments import is_index_summary
 from retain.state import AgentState, StateEncoder
 from retain.store.base import (
@@ -59,17 +68,15 @@ from retain.store.base import (
     AuditEntry,
     Edge,
     EdgeType,
-    FindByHash,
     PutEdges,
     PutRecords,
     RecordFilter,
     RequireCurrent,
-    RequireUnique,
     Store,
 )
 from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
-from retain.temporal import time_boost, time_refs_metadata
+from retain.temporal import time_boost
 from retain.values import canonical_values
 
 if TYPE_CHECKING:
@@ -85,8 +92,6 @@ __all__ = ["DEDUPE_ATTEMPTS", "DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMe
 DEDUPE_ATTEMPTS = 5
 """Most times one :meth:`Memory.add_many` looks up duplicates and writes: a write refused because
 another writer stored one of its texts after the look-up starts over (the next look-up finds it)."""
-
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +154,6 @@ class MemoryConfig:
 
 
 MIN_RECORD_CHARS = 16
-RESERVED_METADATA = frozenset({"split_group", "part", "parts"})
 DEFAULT_CONFIG = MemoryConfig()
 
 
@@ -413,7 +417,7 @@ class Memory:
         drafts: list[list[MemoryRecord]] = []
         for i, item in enumerate(parsed):
             try:
-                drafts.append(self._draft(item, namespace))
+                drafts.append(draft(item, namespace, self.config))
             except InvalidInput as exc:
                 raise type(exc)(f"item {i}: {exc}") from exc
         for attempt in range(1, DEDUPE_ATTEMPTS + 1):
@@ -435,57 +439,32 @@ class Memory:
         """One attempt of :meth:`add_many` over validated ``drafts``: look up duplicates, then
         write the rest in one transaction, each deduplicated new record under a
         :class:`RequireUnique` guard. Raises DuplicateContent (nothing written) when a guard fails."""
-        ids: list[str] = []
-        fresh: list[MemoryRecord] = []
-        seen: dict[str, str] = {}
-        guards: dict[str, RequireUnique] = {}  # the look-up each new record passed, re-checked as it is written
         explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
         typed = {r.id for parts, item in zip(drafts, parsed, strict=True) if item.type is not None for r in parts}
-        restored: list[MemoryRecord] = []
-        for parts in drafts:
-            head = parts[0]
-            key = f"{head.content_hash}|{head.role}|{head.segment}|{head.seq}"
-            if self.config.dedupe and len(parts) == 1:
-                if key in seen:
-                    ids.append(seen[key])
-                    continue
-                existing = self.store.batch(
-                    [
-                        FindByHash(
-                            namespace,
-                            head.content_hash,
-                            in_context=True,
-                            role=head.role,
-                            segment=head.segment,
-                            seq=head.seq,
-                        )
-                    ]
-                )[0]
-                if existing is not None:
-                    ids.append(existing.id)
-                    seen[key] = existing.id
-                    if existing.tier is Tier.ARCHIVE:  # said again: it matters again, back to hot
-                        tier = Tier.CORE if is_mandatory(existing) else Tier.DYNAMIC
-                        restored.append(existing.evolve(tier=tier))
-                    continue
-                seen[key] = head.id
-                guards[head.id] = RequireUnique(namespace, head.content_hash, head.role, head.segment, head.seq)
-            ids.append(head.id)
-            fresh.extend(parts)
+        ids, fresh, restored, guards = look_up_duplicates(self.store, namespace, drafts, dedupe=self.config.dedupe)
         fresh = self._embed(fresh) if fresh else []
         merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
         if fresh and self.config.merge_paraphrases:
-            fresh, merges = self._merge_paraphrases(namespace, fresh)
+            fresh, merges = merge_paraphrases(self.store, namespace, fresh)
             for new, old, _ in merges:
                 ids[ids.index(new.id)] = old.id
         retired: list[MemoryRecord] = []
         superseding: list[AuditEntry] = []
         if fresh and self.config.supersede:
-            fresh, retired, superseding = self._supersede(namespace, fresh, actor, typed=typed)
+            fresh, retired, superseding = supersede(self.store, namespace, fresh, actor, self.config, typed=typed)
         derived = {rid: d for rid, d in zip(ids, used, strict=True) if d}
         edges = edges_on_add(self.store, namespace, fresh, derived=derived, config=self.config.graph)
         if fresh or restored or merges:
-            fresh = self._score_utility(namespace, fresh, explicit=explicit)
+            hot = self._hot.get(namespace)
+            fresh = score_utility(
+                self.utility,
+                self.store,
+                namespace,
+                fresh,
+                explicit=explicit,
+                mean_tokens=hot.mean_tokens if hot is not None else None,
+                dim=self.encoder.dim,
+            )
             moved: list[MemoryRecord] = []
             evictions: list[AuditEntry] = []
             restored_ids = {r.id for r in restored}
@@ -542,117 +521,6 @@ class Memory:
             self.store.put([], edges=edges)
         return ids
 
-    def _supersede(
-        self, namespace: str, fresh: list[MemoryRecord], actor: str, *, typed: Collection[str] = ()
-    ) -> tuple[list[MemoryRecord], list[MemoryRecord], list[AuditEntry]]:
-        """Link each update among ``fresh`` to the record it supersedes. Returns (fresh with links
-        set, stored records now superseded, "supersede" audit entries).
-
-        A record that supersedes a hard constraint is itself a hard constraint (the corrected
-        limit), unless its caller gave a type (``typed`` ids): it takes the type and the core tier.
-        An actor outside ``config.trusted_actors`` never supersedes a hard constraint or a pinned
-        record: the proposal is dropped and audited as a refused "supersede". Nor does a record
-        without an explicit correction (:func:`retain.conflict.explicit_cues`) supersede a hard
-        constraint: :func:`~retain.conflict.find_updates` holds the proposal back and it is audited
-        as a refused "supersede" too (the constraint stays current and mandatory)."""
-        from retain.conflict import Relation, find_updates
-
-        found = find_updates(self.store, namespace, fresh, judge=self.config.conflict_judge)
-        refused: list[AuditEntry] = [
-            AuditEntry(
-                namespace,
-                "supersede",
-                d.held.target.id,
-                actor,
-                "hard constraint kept: no explicit correction",  # no content: values and cues stay out
-                details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.held.signals)},
-            )
-            for new, d in found
-            if d.held is not None and d.held.target is not None
-        ]
-        found = [(new, d) for new, d in found if d.relation is Relation.UPDATE]
-        if actor not in self.config.trusted_actors:  # an untrusted writer never retires a protected record
-            keep = []
-            for new, d in found:
-                if d.target is not None and (d.target.pinned or d.target.type is MemoryType.HARD_CONSTRAINT):
-                    refused.append(
-                        AuditEntry(
-                            namespace,
-                            "supersede",
-                            d.target.id,
-                            actor,
-                            "untrusted actor: protected record kept",
-                            details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.signals)},
-                        )
-                    )
-                else:
-                    keep.append((new, d))
-            found = keep
-        links = {new.id: d.target.id for new, d in found if d.target is not None}
-        back = {old: new for new, old in links.items()}
-        fresh_ids = {r.id for r in fresh}
-        retire = [d.target for _, d in found if d.target is not None and d.target.id not in fresh_ids]
-        old_types = {d.target.id: d.target.type for _, d in found if d.target is not None}
-
-        def relink(r: MemoryRecord) -> MemoryRecord:
-            if r.id in back:  # superseded: history now, no longer mandatory unless pinned
-                tier = Tier.DYNAMIC if r.tier is Tier.CORE and not r.pinned else r.tier
-                r = r.evolve(superseded_by=back[r.id], tier=tier)
-            if r.id not in links:
-                return r
-            r = r.evolve(supersedes=links[r.id])
-            if old_types.get(links[r.id]) is MemoryType.HARD_CONSTRAINT and r.id not in typed:
-                r = r.evolve(type=MemoryType.HARD_CONSTRAINT, tier=Tier.CORE)
-            return r
-
-        audit = [
-            AuditEntry(
-                namespace,
-                "supersede",
-                d.target.id,
-                actor,
-                f"update detected on add ({'+'.join(d.signals)})",  # no content: values and cues stay out
-                details={"superseded_by": new.id, "signals": list(d.signals), "n_cues": len(d.cues), **d.scores()},
-            )
-            for new, d in found
-            if d.target is not None
-        ]
-        return [relink(r) for r in fresh], [relink(r) for r in retire], audit + refused
-
-    def _merge_paraphrases(
-        self, namespace: str, fresh: list[MemoryRecord]
-    ) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord, str]]]:
-        """Split ``fresh`` into records to store and (newcomer, updated existing record, reason)
-        merges of paraphrases of current records (split parts are never merged)."""
-        from retain.conflict import Relation, decide
-
-        keep: list[MemoryRecord] = []
-        merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
-        merged_into: dict[str, MemoryRecord] = {}
-        for rec in fresh:
-            if rec.embedding is None or "split_group" in rec.metadata or is_canary(rec):
-                keep.append(rec)
-                continue
-            near = self.store.search_vector(namespace, rec.embedding, RecordFilter(tiers=None), limit=3)
-            found = {r.id: r for r in self.store.get(namespace, [h.id for h in near]) if not is_canary(r)}
-            candidates = [(merged_into.get(h.id, found[h.id]), h.score) for h in near if h.id in found]
-            decision = decide(rec, candidates)
-            if decision.relation is not Relation.PARAPHRASE or decision.target is None:
-                keep.append(rec)
-                continue
-            old = decision.target
-            entry = {
-                "source": rec.source,
-                "role": rec.role,
-                "event_time": None if rec.event_time is None else rec.event_time.isoformat(),
-                "content": rec.content,
-            }
-            merged_into[old.id] = old.evolve(
-                metadata={**old.metadata, "merged": [*old.metadata.get("merged", []), entry]}
-            )
-            merges.append((rec, old, decision.reason))
-        return keep, [(new, merged_into[old.id], reason) for new, old, reason in merges]
-
     def _coerce_item(self, item: NewMemory | Mapping[str, Any], index: int) -> NewMemory:
         if isinstance(item, NewMemory):
             return item
@@ -665,80 +533,6 @@ class Memory:
             raise InvalidInput(f"item {index}: 'content' is required")
         return NewMemory(**item)
 
-    def _draft(self, item: NewMemory, namespace: str) -> list[MemoryRecord]:
-        content = item.content
-        if not isinstance(content, str) or not content.strip():
-            raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
-        _check_text(content, "content")
-        if not isinstance(item.role, str) or not item.role:
-            raise InvalidInput(f"role: must be a non-empty string, got {item.role!r}")
-        _check_text(item.role, "role")
-        for name in ("source", "segment"):
-            value = getattr(item, name)
-            if value is not None and not isinstance(value, str):
-                raise InvalidInput(f"{name}: must be a string or None, got {type(value).__name__}")
-            if value is not None:
-                _check_text(value, name)
-        for name in ("seq", "priority"):
-            value = getattr(item, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**62):
-                raise InvalidInput(f"{name}: must be an int below 2**62 in magnitude, got {value!r}")
-        if not isinstance(item.pinned, bool):
-            raise InvalidInput(f"pinned: must be a bool, got {item.pinned!r}")
-        if not isinstance(item.metadata, Mapping):
-            raise InvalidInput("metadata: must be a mapping")
-        reserved = RESERVED_METADATA & set(item.metadata)
-        if reserved:
-            raise InvalidInput(f"metadata: keys {sorted(reserved)} are reserved for split texts")
-        try:
-            json.dumps(dict(item.metadata), allow_nan=False, ensure_ascii=False).encode("utf-8")
-        except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
-            raise InvalidInput(f"metadata: must be JSON-serialisable without NaN/inf ({exc})") from exc
-        limit = self.config.max_text_chars
-        if len(content) > limit:
-            raise TextTooLong(f"content: {len(content):,} characters, limit is {limit:,} (max_text_chars)")
-        if len(content) > self.config.max_record_chars and not self.config.split_long:
-            raise TextTooLong(
-                f"content: {len(content):,} characters, limit is {self.config.max_record_chars:,} "
-                "(max_record_chars; enable split_long to store it as linked parts)"
-            )
-        mtype = self._classify(content, item.role) if item.type is None else parse_type(item.type)
-        if item.state is not None:
-            phase = AgentState.from_dict(item.state).phase
-            if phase:
-                item = replace(item, metadata={**item.metadata, PHASE_KEY: phase})
-        pieces = split_text(content, self.config.max_record_chars)
-        event_time = utc(item.event_time, field_name="event_time")
-        group = new_id()
-        records = []
-        for part, piece in enumerate(pieces):
-            meta = dict(item.metadata)
-            if len(pieces) > 1:
-                meta.update(split_group=group, part=part, parts=len(pieces))
-            refs = time_refs_metadata(piece, event_time) if self.config.resolve_times else []
-            if refs and "time_refs" not in meta:
-                meta["time_refs"] = refs
-            records.append(
-                MemoryRecord(
-                    id=group if part == 0 else new_id(),
-                    namespace=namespace,
-                    content=piece,
-                    type=mtype,
-                    role=item.role,
-                    source=item.source,
-                    event_time=event_time,
-                    seq=item.seq,
-                    segment=item.segment,
-                    priority=item.priority,
-                    importance=0.5 if item.importance is None else item.importance,
-                    pinned=item.pinned,
-                    tier=Tier.CORE if item.pinned or mtype is MemoryType.HARD_CONSTRAINT else Tier.DYNAMIC,
-                    confidence=item.confidence,
-                    metadata=meta,
-                )
-            )
-        return records
-
     # --- budget and utility ---------------------------------------------------------------
 
     @property
@@ -749,35 +543,6 @@ class Memory:
 
             self._utility = LearnedUtility.load()
         return self._utility
-
-    def _score_utility(self, namespace: str, records: list[MemoryRecord], *, explicit: set[str]) -> list[MemoryRecord]:
-        """Set ``importance`` = predicted utility on records whose caller gave none."""
-        model = self.utility
-        todo = [
-            i
-            for i, r in enumerate(records)
-            if r.id not in explicit and r.metadata.get("split_group", r.id) not in explicit
-        ]
-        if model is None or not todo:
-            return records
-        from retain.utility import UtilityContext, check_scores
-
-        hot = self._hot.get(namespace)
-        mean_tokens = hot.mean_tokens if hot is not None else None
-        contexts = []
-        previous: MemoryRecord | None = None
-        for i in todo:
-            rec = records[i]
-            if previous is None or previous.seq is None or rec.seq != previous.seq + 1:
-                previous = self._predecessor(rec)
-            held = self._nearest_held(namespace, rec)
-            contexts.append(UtilityContext(held=held, previous=previous, mean_length=mean_tokens))
-            previous = rec
-        scores = check_scores(model.score([records[i] for i in todo], contexts), getattr(model, "name", "?"), len(todo))
-        out = list(records)
-        for i, score in zip(todo, scores, strict=True):
-            out[i] = records[i].evolve(importance=float(score))
-        return out
 
     def feedback(self, id: str, *, namespace: str, used: bool, actor: str = "agent") -> MemoryRecord:
         """Report whether a retrieved memory was actually used (EMBER's online adaptation).
@@ -802,8 +567,8 @@ class Memory:
 
             hot = self._hot.get(namespace)
             context = UtilityContext(
-                held=self._nearest_held(namespace, record, exclude=record.id),
-                previous=self._predecessor(record),
+                held=nearest_held(self.store, namespace, record, self.encoder.dim, exclude=record.id),
+                previous=predecessor(self.store, record),
                 mean_length=hot.mean_tokens if hot is not None else None,
             )
             model.feedback(record, context, used)
@@ -826,25 +591,6 @@ class Memory:
         if used and hot_set is not None:
             hot_set.touch(id, now.timestamp())
         return updated
-
-    def _predecessor(self, record: MemoryRecord) -> MemoryRecord | None:
-        if record.seq is None or record.seq == 0:
-            return None
-        flt = RecordFilter(tiers=None, seqs=(record.seq - 1,))
-        found = [r for r in self.store.list_records(record.namespace, flt) if r.segment == record.segment]
-        return found[0] if found else None
-
-    def _nearest_held(
-        self, namespace: str, record: MemoryRecord, k: int = 5, exclude: str | None = None
-    ) -> npt.NDArray[np.float32]:
-        """(<=k, d) embeddings of the hot records closest to ``record`` (novelty context)."""
-        dim = self.encoder.dim
-        if record.embedding is None:
-            return np.zeros((0, dim), dtype=np.float32)
-        near = [h for h in self.store.search_vector(namespace, record.embedding, RecordFilter(), limit=k + 1)]
-        ids = [h.id for h in near if h.id != exclude][:k]
-        held = [r.embedding for r in self.store.get(namespace, ids) if r.embedding is not None]
-        return np.stack(held).astype(np.float32) if held else np.zeros((0, dim), dtype=np.float32)
 
     def _hotset(self, namespace: str, exclude: frozenset[str] = frozenset()) -> tuple[HotSet, list[str]]:
         """The namespace's retention state, rebuilt from the store when missing, stale (another
@@ -899,13 +645,6 @@ class Memory:
         ]
         return out, moved, entries
 
-    def _classify(self, content: str, role: str) -> MemoryType:
-        if not self.config.classify:
-            return MemoryType.FACT
-        from retain.classify import classify
-
-        return classify(content, role)
-
     def _embed(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         texts = [search_text(r) for r in records]
         vectors = self.encoder.encode(texts)
@@ -941,40 +680,7 @@ class Memory:
         if not old.is_current:
             raise InvalidInput(f"id {id} is superseded by {old.superseded_by}; update the current version")
         check_actor(self, "update", [old], namespace=namespace, actor=actor, reason=scrub(reason))
-        allowed = {"type", "role", "importance", "priority", "pinned", "confidence", "metadata", "event_time"}
-        unknown = set(fields) - allowed
-        if unknown:
-            raise InvalidInput(f"update: unknown fields {sorted(unknown)}; allowed: {sorted(allowed)}")
-        if not isinstance(content, str) or not content.strip():
-            raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
-        if len(content) > self.config.max_record_chars:
-            raise TextTooLong(
-                f"content: {len(content):,} characters, limit for an update is {self.config.max_record_chars:,}"
-            )
-        pinned = fields.get("pinned", old.pinned)
-        new_type = parse_type(fields.get("type", old.type))
-        new = MemoryRecord(
-            id=new_id(),
-            namespace=namespace,
-            content=content,
-            type=new_type,
-            role=fields.get("role", old.role),
-            source=old.source,
-            event_time=fields.get("event_time", old.event_time),
-            seq=old.seq,
-            segment=old.segment,
-            priority=fields.get("priority", old.priority),
-            importance=fields.get("importance", old.importance),
-            pinned=pinned,
-            tier=Tier.CORE if pinned or new_type is MemoryType.HARD_CONSTRAINT else Tier.DYNAMIC,
-            confidence=fields.get("confidence", old.confidence),
-            supersedes=old.id,
-            metadata=fields.get("metadata", old.metadata),
-        )
-        if self.config.resolve_times and "metadata" not in fields:  # the new text's own time expressions
-            meta = {key: value for key, value in new.metadata.items() if key != "time_refs"}
-            refs = time_refs_metadata(content, new.event_time)
-            new = new.evolve(metadata=meta | {"time_refs": refs} if refs else meta)
+        new = draft_update(old, content, fields, self.config)
         (new,) = self._embed([new])
         retired = old.evolve(superseded_by=new.id)
         moved: list[MemoryRecord] = []
@@ -1265,7 +971,7 @@ class Memory:
         """
         validate_namespace(namespace)
         check_query(query)
-        _check_text(query, "query")
+        check_text(query, "query")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInput("k: must be an int >= 1")
         if threshold is not None and (not isinstance(threshold, int | float) or threshold != threshold):
@@ -1625,46 +1331,12 @@ def _by_time(order: SearchOrder | str, query: str) -> bool:
     return order is SearchOrder.TIME
 
 
-def _check_text(text: str, name: str) -> None:
-    """Refuse text that cannot be stored as UTF-8 (lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{name}: not valid Unicode text (lone surrogate at index {exc.start})") from exc
-
-
 def _check_actor(actor: object) -> None:
     if not isinstance(actor, str) or not actor:
         raise InvalidInput(f"actor: must be a non-empty string, got {actor!r}")
-    _check_text(actor, "actor")
+    check_text(actor, "actor")
 
 
 def _check_allow_raw(allow_raw: object) -> None:
     if not isinstance(allow_raw, bool):
         raise InvalidInput(f"allow_raw: must be a bool, got {allow_raw!r}")
-
-
-def split_text(text: str, limit: int) -> list[str]:
-    """Split ``text`` into pieces of at most ``limit`` characters, at sentence ends where possible,
-    else at whitespace, else hard. ``"".join(pieces) == text`` always (nothing lost); pieces that
-    are whitespace only are merged into their neighbour."""
-    if len(text) <= limit:
-        return [text]
-    pieces: list[str] = []
-    rest = text
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = max((m.end() for m in _SENTENCE_END.finditer(window) if 0 < m.end() < limit), default=0)
-        if cut < limit // 2:
-            space = window.rfind(" ")
-            cut = space + 1 if space > limit // 2 else limit
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    pieces.append(rest)
-    merged: list[str] = []
-    for piece in pieces:  # a whitespace-only piece joins its predecessor (or the next piece)
-        if merged and (not piece.strip() or not merged[-1].strip()):
-            merged[-1] += piece
-        else:
-            merged.append(piece)
-    return merged
