@@ -36,7 +36,7 @@ from retain.ingest import (
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
 from retain.lexical import check_query, is_terse
 from retain.observe import added, annotate, observed, offered, searched, superseded
-from retain.pool import Pool, candidates, sam_inputs, state_parts, state_pool
+from retain.pool import Pool, candidates, ranked_hits, sam_inputs, state_parts, state_pool
 from retain.record import (
     MemoryRecord,
     MemoryType,
@@ -57,7 +57,6 @@ from retain.retrieve import (
     SearchConfig,
     SearchMode,
     SearchOrder,
-    mmr,
 )
 from retain.sam import CandidateMemo, StateScorer, content_terms
 from retain.segments import is_index_summary
@@ -1042,29 +1041,7 @@ class Memory:
             scores, sam_parts, _ = self.state_scorer.score(
                 encoded, st.phase, cands, content, query_terms=n_terms, terse=is_terse(query)
             )
-        ranking = np.argsort(-scores, kind="stable")
-        if cfg.threshold is not None:
-            ranking = ranking[scores[ranking] >= cfg.threshold]
-        if cfg.mmr_lambda is not None and len(ranking) > 0:
-            head = ranking[: max(3 * k, 30)]
-            vectors = np.stack([pool.vectors[i] for i in head])
-            picked = mmr(vectors, scores[head], lam=cfg.mmr_lambda, k=k)
-            ranking = head[picked]
-        hits = []
-        for rank, i in enumerate(ranking[:k], start=1):
-            breakdown = {
-                "bm25": float(pool.bm25[i]),
-                "dense": float(pool.dense[i]),
-                "rrf": float(pool.rrf[i]),
-                "fused": float(scores[i]),
-            }
-            if pool.via_neighbor[i]:
-                breakdown["neighbor"] = 1.0
-            if boost is not None and boost[i]:
-                breakdown["time"] = float(boost[i])
-            breakdown.update({name: float(values[i]) for name, values in sam_parts.items()})
-            record = pool.records[i] if allow_raw else redact_record(pool.records[i]).record
-            hits.append(Hit(record=record, score=float(scores[i]), rank=rank, scores=breakdown))
+        hits = ranked_hits(pool, scores, cfg, k, boost=boost, parts=sam_parts, allow_raw=allow_raw)
         if by_time:
             from retain.episodes import episodes_in_time
 

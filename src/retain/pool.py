@@ -5,7 +5,8 @@ content fusion scores them by.
 state brings (:func:`state_pool`), the records a relation query finds, and the neighbouring turns of the
 channel hits; canaries and index summaries never enter it. :meth:`Pool.features` is what
 :class:`~retain.retrieve.LinearFusion` scores; :func:`sam_inputs` is what the state scorer
-(:mod:`retain.sam`) reads of the same pool. :meth:`~retain.memory.Memory.search` ranks the result.
+(:mod:`retain.sam`) reads of the same pool. :func:`ranked_hits` turns the pool and the scores
+:meth:`~retain.memory.Memory.search` gives it into hits (threshold, MMR, each hit's score breakdown).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,7 +26,18 @@ from retain.errors import InvalidInput
 from retain.kernels import blocked_product
 from retain.lexical import index_terms, query_terms
 from retain.record import MemoryRecord, Tier, search_text, speaker_of
-from retain.retrieve import Fusion, SearchConfig, SearchMode, fusion_features, proper_nouns, relation_query, rrf
+from retain.redaction import redact_record
+from retain.retrieve import (
+    Fusion,
+    Hit,
+    SearchConfig,
+    SearchMode,
+    fusion_features,
+    mmr,
+    proper_nouns,
+    relation_query,
+    rrf,
+)
 from retain.sam import CandidateMemo, Candidates, candidates_from_records
 from retain.segments import drop_index_summaries, is_index_summary
 from retain.state import EncodedState
@@ -39,6 +51,7 @@ __all__ = [
     "STATE_VECTOR_PARTS",
     "Pool",
     "candidates",
+    "ranked_hits",
     "sam_inputs",
     "state_parts",
     "state_pool",
@@ -351,6 +364,50 @@ def sam_inputs(
         memo=memo,
     )
     return cands, content, len(set(pool.terms))
+
+
+def ranked_hits(
+    pool: Pool,
+    scores: npt.NDArray[np.float64],
+    cfg: SearchConfig,
+    k: int,
+    *,
+    boost: npt.NDArray[np.float64] | None = None,
+    parts: Mapping[str, npt.NDArray[np.float64]] | None = None,
+    allow_raw: bool = False,
+) -> list[Hit]:
+    """The ``k`` best of the pool by its final ``scores`` ((n,) float64, higher = more relevant) as
+    hits, best first: those below ``cfg.threshold`` dropped, then, with ``cfg.mmr_lambda``, the best
+    max(3k, 30) re-ranked by MMR. Each hit's ``scores`` break its score down: ``bm25``, ``dense``,
+    ``rrf``, ``fused`` (the final score), ``neighbor`` (1 when it joined as a neighbour of a hit), ``time`` (the
+    non-zero time ``boost``) and the state scorer's ``parts``. Records are redacted copies
+    (:func:`~retain.redaction.redact_record`) unless ``allow_raw``.
+    """
+    sam_parts = parts or {}
+    ranking = np.argsort(-scores, kind="stable")
+    if cfg.threshold is not None:
+        ranking = ranking[scores[ranking] >= cfg.threshold]
+    if cfg.mmr_lambda is not None and len(ranking) > 0:
+        head = ranking[: max(3 * k, 30)]
+        vectors = np.stack([pool.vectors[i] for i in head])
+        picked = mmr(vectors, scores[head], lam=cfg.mmr_lambda, k=k)
+        ranking = head[picked]
+    hits = []
+    for rank, i in enumerate(ranking[:k], start=1):
+        breakdown = {
+            "bm25": float(pool.bm25[i]),
+            "dense": float(pool.dense[i]),
+            "rrf": float(pool.rrf[i]),
+            "fused": float(scores[i]),
+        }
+        if pool.via_neighbor[i]:
+            breakdown["neighbor"] = 1.0
+        if boost is not None and boost[i]:
+            breakdown["time"] = float(boost[i])
+        breakdown.update({name: float(values[i]) for name, values in sam_parts.items()})
+        record = pool.records[i] if allow_raw else redact_record(pool.records[i]).record
+        hits.append(Hit(record=record, score=float(scores[i]), rank=rank, scores=breakdown))
+    return hits
 
 
 def _with_seqs(flt: RecordFilter, seqs: Iterable[int]) -> RecordFilter:
