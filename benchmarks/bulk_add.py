@@ -44,7 +44,7 @@ def main() -> None:
         finally:
             spent["find_updates"] += time.perf_counter() - t0
 
-    conflict_module.find_updates = timed  # Memory imports it at call time
+    conflict_module.find_updates = timed  # retain.ingest imports it at call time
     mem = Memory(encoder=HashingEncoder(dim=384), config=MemoryConfig(supersede=not args.no_supersede))
     step = args.batch or len(items)
     t0, c0 = time.perf_counter(), time.process_time()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from retain import memory as memory_module
+from retain import pool as pool_module
 from retain.basis import MiniLMEncoder
 from retain.eval.beam import load_beam
 from retain.eval.datasets import load_locomo
@@ -54,14 +54,14 @@ def main() -> None:
     ap.add_argument("--locomo", default="../shared/data/locomo/locomo_dev.json")
     ap.add_argument("--beam", default="../shared/data/beam/100K")
     ap.add_argument("--history", type=int, default=7000, help="distractor records before each scenario")
-    ap.add_argument("--state-pool", type=int, default=memory_module.STATE_POOL)
-    ap.add_argument("--core-pool", type=int, default=memory_module.CORE_POOL)
-    ap.add_argument("--recent-pool", type=int, default=memory_module.RECENT_POOL)
+    ap.add_argument("--state-pool", type=int, default=pool_module.STATE_POOL)
+    ap.add_argument("--core-pool", type=int, default=pool_module.CORE_POOL)
+    ap.add_argument("--recent-pool", type=int, default=pool_module.RECENT_POOL)
     ap.add_argument(
         "--parts",
         action="append",
         help="state vectors whose nearest records join the pool, comma-separated; repeat the flag to "
-        f"compare settings in one run (texts embedded once); default {','.join(memory_module.STATE_PARTS)}",
+        f"compare settings in one run (texts embedded once); default {','.join(pool_module.STATE_PARTS)}",
     )
     args = ap.parse_args()
     if args.history < 0:
@@ -70,16 +70,16 @@ def main() -> None:
         unknown = set(parts.split(",")) - {"whole", "goal", "result"}
         if unknown:
             ap.error(f"--parts: {sorted(unknown)} not among whole, goal, result")
-    memory_module.STATE_POOL = args.state_pool
-    memory_module.CORE_POOL = args.core_pool
-    memory_module.RECENT_POOL = args.recent_pool
+    pool_module.STATE_POOL = args.state_pool
+    pool_module.CORE_POOL = args.core_pool
+    pool_module.RECENT_POOL = args.recent_pool
     scenarios = load_scenarios(args.data)
     history = history_records(args.locomo, args.beam, args.history) if args.history else []
     encoder = CachingEncoder(MiniLMEncoder())  # shared by the settings compared: each text embedded once
     print(f"{len(scenarios)} scenarios, {sum(len(s.probes) for s in scenarios)} probes, {len(history)} history records")
     print(f"{'parts':<20} {'retriever':<10} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'terse r@5':>10} {'terse MRR':>10}")
-    for parts in args.parts or [",".join(memory_module.STATE_PARTS)]:
-        memory_module.STATE_PARTS = tuple(p for p in parts.split(",") if p)
+    for parts in args.parts or [",".join(pool_module.STATE_PARTS)]:
+        pool_module.STATE_PARTS = tuple(p for p in parts.split(",") if p)
         t0 = time.perf_counter()
         report = run_scenarios(scenarios, encoder, retrievers=("content", "state"), history=history, progress=False)
         for run in report["runs"]:

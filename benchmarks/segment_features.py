@@ -25,6 +25,7 @@ from retain.basis import MiniLMEncoder
 from retain.eval.datasets import load_locomo, resolve_locomo
 from retain.eval.locomo import QuestionPool, ingest, loco_rankings, score_run
 from retain.memory import Memory
+from retain.pool import candidates
 from retain.retrieve import PRESETS
 from retain.segments import SegmentIndex
 from retain.store.base import RecordFilter
@@ -40,7 +41,7 @@ def build(data: str | None) -> list[tuple[QuestionPool, npt.NDArray[np.float64]]
             id_to_dia = ingest(mem, conv, namespace)
             index = SegmentIndex.build(mem.store, namespace)
             for q in conv.questions:
-                pool = mem._candidates(q.question, namespace, RecordFilter(), PRESETS["default"])
+                pool = candidates(mem.store, mem.encoder, q.question, namespace, RecordFilter(), PRESETS["default"])
                 sim = index.similarity(pool.query_vector, [r.segment for r in pool.records])
                 qp = QuestionPool(
                     sample_id=conv.sample_id,

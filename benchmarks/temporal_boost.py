@@ -27,6 +27,7 @@ from retain.eval.datasets import load_locomo
 from retain.eval.locomo import HEADLINE_CATEGORIES, ingest
 from retain.eval.metrics import recall_at_k
 from retain.memory import Memory
+from retain.pool import candidates
 from retain.retrieve import PRESETS
 from retain.store.base import RecordFilter
 from retain.temporal import resolve_times, time_features
@@ -65,7 +66,7 @@ def main() -> None:
             for q in conv.questions:
                 if not q.evidence:
                     continue
-                pool = mem._candidates(q.question, namespace, RecordFilter(), cfg)
+                pool = candidates(mem.store, mem.encoder, q.question, namespace, RecordFilter(), cfg)
                 fused = mem._fuse(pool, cfg)
                 dated, in_range = time_features(pool.records, q.question, now)
                 dia = [id_to_dia.get(r.id, "") for r in pool.records]

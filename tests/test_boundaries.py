@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import retain.memory as memory_module
+import retain.pool as pool_module
 from retain import HashingEncoder, InvalidInput, Memory
 from retain.cli import app
 from retain.lexical import MAX_QUERY_CHARS
@@ -169,7 +169,7 @@ def sam():
     ],
 )
 def test_unknown_state_parts_are_refused_clearly(sam, monkeypatch, parts, match):
-    monkeypatch.setattr(memory_module, "STATE_PARTS", parts)
+    monkeypatch.setattr(pool_module, "STATE_PARTS", parts)
     with pytest.raises(InvalidInput, match=rf"STATE_PARTS.*{match}"):
         sam.search("museum", namespace=NS, state=STATE)
     with pytest.raises(InvalidInput, match="STATE_PARTS"):
@@ -179,18 +179,18 @@ def test_unknown_state_parts_are_refused_clearly(sam, monkeypatch, parts, match)
 
 @pytest.mark.parametrize("parts", [(), ("whole",), ("whole", "goal", "result"), ("phase",)])
 def test_known_state_parts_search(sam, monkeypatch, parts):
-    monkeypatch.setattr(memory_module, "STATE_PARTS", parts)
+    monkeypatch.setattr(pool_module, "STATE_PARTS", parts)
     assert sam.search("museum", namespace=NS, state=STATE)
 
 
 def test_state_vector_parts_are_single_vectors():
     encoded = StateEncoder(HashingEncoder(64)).encode(AgentState.from_dict(STATE))
-    for name in memory_module.STATE_VECTOR_PARTS:
+    for name in pool_module.STATE_VECTOR_PARTS:
         assert getattr(encoded, name).shape == (64,)
 
 
 def test_a_state_free_search_ignores_state_parts(sam, monkeypatch):
-    monkeypatch.setattr(memory_module, "STATE_PARTS", ("nonsense",))
+    monkeypatch.setattr(pool_module, "STATE_PARTS", ("nonsense",))
     assert sam.search("museum", namespace=NS)  # STATE_PARTS is read only when a state is given
 
 

@@ -1,16 +1,14 @@
 """The :class:`Memory` facade: the public entry point of retain.
 
 Every call names its namespace. Writes are validated in full before anything is stored, and each
-write goes to the store in one transaction together with its audit entries.
+write goes to the store in one transaction together with its audit entries. New texts are drafted
+by :mod:`retain.ingest`; a search's candidates are gathered and featurised by :mod:`retain.pool`.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
 import json
-import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
@@ -22,22 +20,30 @@ import numpy.typing as npt
 from retain import integrity
 from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
-from retain.canary import drop_canaries, is_canary
-from retain.errors import DuplicateContent, EncoderMismatch, Forbidden, InvalidInput, RecordNotFound, TextTooLong
+from retain.errors import DuplicateContent, EncoderMismatch, Forbidden, InvalidInput, RecordNotFound
 from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
+from retain.ingest import (
+    check_text,
+    draft,
+    draft_update,
+    look_up_duplicates,
+    merge_paraphrases,
+    nearest_held,
+    predecessor,
+    score_utility,
+    supersede,
+)
 from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
-from retain.kernels import blocked_product
-from retain.lexical import check_query, index_terms, is_terse, query_terms
+from retain.lexical import check_query, is_terse
 from retain.observe import added, annotate, observed, offered, searched, superseded
+from retain.pool import Pool, candidates, ranked_hits, sam_inputs, state_parts, state_pool
 from retain.record import (
     MemoryRecord,
     MemoryType,
     Tier,
-    new_id,
     parse_tier,
     parse_type,
     search_text,
-    speaker_of,
     utc,
     utcnow,
     validate_namespace,
@@ -51,14 +57,9 @@ from retain.retrieve import (
     SearchConfig,
     SearchMode,
     SearchOrder,
-    fusion_features,
-    mmr,
-    proper_nouns,
-    relation_query,
-    rrf,
 )
-from retain.sam import PHASE_KEY, CandidateMemo, Candidates, StateScorer, candidates_from_records, content_terms
-from retain.segments import drop_index_summaries, is_index_summary
+from retain.sam import CandidateMemo, StateScorer, content_terms
+from retain.segments import is_index_summary
 from retain.state import AgentState, StateEncoder
 from retain.store.base import (
     ALL_RECORDS,
@@ -66,18 +67,15 @@ from retain.store.base import (
     AuditEntry,
     Edge,
     EdgeType,
-    FindByHash,
     PutEdges,
     PutRecords,
     RecordFilter,
     RequireCurrent,
-    RequireUnique,
-    ScoredId,
     Store,
 )
 from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
-from retain.temporal import time_boost, time_refs_metadata
+from retain.temporal import time_boost
 from retain.values import canonical_values
 
 if TYPE_CHECKING:
@@ -93,8 +91,6 @@ __all__ = ["DEDUPE_ATTEMPTS", "DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMe
 DEDUPE_ATTEMPTS = 5
 """Most times one :meth:`Memory.add_many` looks up duplicates and writes: a write refused because
 another writer stored one of its texts after the look-up starts over (the next look-up finds it)."""
-
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,23 +153,6 @@ class MemoryConfig:
 
 
 MIN_RECORD_CHARS = 16
-STATE_POOL = 20
-"""Records a state brings into a search pool per state vector (:data:`STATE_PARTS`)."""
-STATE_PARTS: tuple[str, ...] = ("whole",)
-"""The parts of an encoded state (:class:`~retain.state.EncodedState` fields) whose nearest records join
-a state-adaptive search's pool; each costs a scan of the namespace's embeddings when the state is new.
-The whole state alone (the mean of subgoal, result and constraints) does as well as whole, subgoal and
-result among 7,000 distractors (``benchmarks/sam_scale.py``: recall@5 0.655 against 0.658, recall@10
-0.826 against 0.823) at a third of the scan. Names from :data:`STATE_VECTOR_PARTS`; () = none. Read
-by every search with a state, which raises :class:`~retain.errors.InvalidInput` for any other value."""
-STATE_VECTOR_PARTS: tuple[str, ...] = ("whole", "goal", "result", "phase")
-"""The names :data:`STATE_PARTS` may hold: the :class:`~retain.state.EncodedState` fields that are one
-(dim,) vector (``constraints`` and ``open`` are matrices, ``omitted`` and ``texts`` no vectors)."""
-CORE_POOL = 50
-"""Most core-tier records (newest first) a state-adaptive search considers."""
-RECENT_POOL = 8
-"""Newest records a state-adaptive search considers."""
-RESERVED_METADATA = frozenset({"split_group", "part", "parts"})
 DEFAULT_CONFIG = MemoryConfig()
 
 
@@ -437,7 +416,7 @@ class Memory:
         drafts: list[list[MemoryRecord]] = []
         for i, item in enumerate(parsed):
             try:
-                drafts.append(self._draft(item, namespace))
+                drafts.append(draft(item, namespace, self.config))
             except InvalidInput as exc:
                 raise type(exc)(f"item {i}: {exc}") from exc
         for attempt in range(1, DEDUPE_ATTEMPTS + 1):
@@ -459,57 +438,32 @@ class Memory:
         """One attempt of :meth:`add_many` over validated ``drafts``: look up duplicates, then
         write the rest in one transaction, each deduplicated new record under a
         :class:`RequireUnique` guard. Raises DuplicateContent (nothing written) when a guard fails."""
-        ids: list[str] = []
-        fresh: list[MemoryRecord] = []
-        seen: dict[str, str] = {}
-        guards: dict[str, RequireUnique] = {}  # the look-up each new record passed, re-checked as it is written
         explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
         typed = {r.id for parts, item in zip(drafts, parsed, strict=True) if item.type is not None for r in parts}
-        restored: list[MemoryRecord] = []
-        for parts in drafts:
-            head = parts[0]
-            key = f"{head.content_hash}|{head.role}|{head.segment}|{head.seq}"
-            if self.config.dedupe and len(parts) == 1:
-                if key in seen:
-                    ids.append(seen[key])
-                    continue
-                existing = self.store.batch(
-                    [
-                        FindByHash(
-                            namespace,
-                            head.content_hash,
-                            in_context=True,
-                            role=head.role,
-                            segment=head.segment,
-                            seq=head.seq,
-                        )
-                    ]
-                )[0]
-                if existing is not None:
-                    ids.append(existing.id)
-                    seen[key] = existing.id
-                    if existing.tier is Tier.ARCHIVE:  # said again: it matters again, back to hot
-                        tier = Tier.CORE if is_mandatory(existing) else Tier.DYNAMIC
-                        restored.append(existing.evolve(tier=tier))
-                    continue
-                seen[key] = head.id
-                guards[head.id] = RequireUnique(namespace, head.content_hash, head.role, head.segment, head.seq)
-            ids.append(head.id)
-            fresh.extend(parts)
+        ids, fresh, restored, guards = look_up_duplicates(self.store, namespace, drafts, dedupe=self.config.dedupe)
         fresh = self._embed(fresh) if fresh else []
         merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
         if fresh and self.config.merge_paraphrases:
-            fresh, merges = self._merge_paraphrases(namespace, fresh)
+            fresh, merges = merge_paraphrases(self.store, namespace, fresh)
             for new, old, _ in merges:
                 ids[ids.index(new.id)] = old.id
         retired: list[MemoryRecord] = []
         superseding: list[AuditEntry] = []
         if fresh and self.config.supersede:
-            fresh, retired, superseding = self._supersede(namespace, fresh, actor, typed=typed)
+            fresh, retired, superseding = supersede(self.store, namespace, fresh, actor, self.config, typed=typed)
         derived = {rid: d for rid, d in zip(ids, used, strict=True) if d}
         edges = edges_on_add(self.store, namespace, fresh, derived=derived, config=self.config.graph)
         if fresh or restored or merges:
-            fresh = self._score_utility(namespace, fresh, explicit=explicit)
+            hot = self._hot.get(namespace)
+            fresh = score_utility(
+                self.utility,
+                self.store,
+                namespace,
+                fresh,
+                explicit=explicit,
+                mean_tokens=hot.mean_tokens if hot is not None else None,
+                dim=self.encoder.dim,
+            )
             moved: list[MemoryRecord] = []
             evictions: list[AuditEntry] = []
             restored_ids = {r.id for r in restored}
@@ -566,117 +520,6 @@ class Memory:
             self.store.put([], edges=edges)
         return ids
 
-    def _supersede(
-        self, namespace: str, fresh: list[MemoryRecord], actor: str, *, typed: Collection[str] = ()
-    ) -> tuple[list[MemoryRecord], list[MemoryRecord], list[AuditEntry]]:
-        """Link each update among ``fresh`` to the record it supersedes. Returns (fresh with links
-        set, stored records now superseded, "supersede" audit entries).
-
-        A record that supersedes a hard constraint is itself a hard constraint (the corrected
-        limit), unless its caller gave a type (``typed`` ids): it takes the type and the core tier.
-        An actor outside ``config.trusted_actors`` never supersedes a hard constraint or a pinned
-        record: the proposal is dropped and audited as a refused "supersede". Nor does a record
-        without an explicit correction (:func:`retain.cues.explicit_cues`) supersede a hard
-        constraint: :func:`~retain.conflict.find_updates` holds the proposal back and it is audited
-        as a refused "supersede" too (the constraint stays current and mandatory)."""
-        from retain.conflict import Relation, find_updates
-
-        found = find_updates(self.store, namespace, fresh, judge=self.config.conflict_judge)
-        refused: list[AuditEntry] = [
-            AuditEntry(
-                namespace,
-                "supersede",
-                d.held.target.id,
-                actor,
-                "hard constraint kept: no explicit correction",  # no content: values and cues stay out
-                details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.held.signals)},
-            )
-            for new, d in found
-            if d.held is not None and d.held.target is not None
-        ]
-        found = [(new, d) for new, d in found if d.relation is Relation.UPDATE]
-        if actor not in self.config.trusted_actors:  # an untrusted writer never retires a protected record
-            keep = []
-            for new, d in found:
-                if d.target is not None and (d.target.pinned or d.target.type is MemoryType.HARD_CONSTRAINT):
-                    refused.append(
-                        AuditEntry(
-                            namespace,
-                            "supersede",
-                            d.target.id,
-                            actor,
-                            "untrusted actor: protected record kept",
-                            details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.signals)},
-                        )
-                    )
-                else:
-                    keep.append((new, d))
-            found = keep
-        links = {new.id: d.target.id for new, d in found if d.target is not None}
-        back = {old: new for new, old in links.items()}
-        fresh_ids = {r.id for r in fresh}
-        retire = [d.target for _, d in found if d.target is not None and d.target.id not in fresh_ids]
-        old_types = {d.target.id: d.target.type for _, d in found if d.target is not None}
-
-        def relink(r: MemoryRecord) -> MemoryRecord:
-            if r.id in back:  # superseded: history now, no longer mandatory unless pinned
-                tier = Tier.DYNAMIC if r.tier is Tier.CORE and not r.pinned else r.tier
-                r = r.evolve(superseded_by=back[r.id], tier=tier)
-            if r.id not in links:
-                return r
-            r = r.evolve(supersedes=links[r.id])
-            if old_types.get(links[r.id]) is MemoryType.HARD_CONSTRAINT and r.id not in typed:
-                r = r.evolve(type=MemoryType.HARD_CONSTRAINT, tier=Tier.CORE)
-            return r
-
-        audit = [
-            AuditEntry(
-                namespace,
-                "supersede",
-                d.target.id,
-                actor,
-                f"update detected on add ({'+'.join(d.signals)})",  # no content: values and cues stay out
-                details={"superseded_by": new.id, "signals": list(d.signals), "n_cues": len(d.cues), **d.scores()},
-            )
-            for new, d in found
-            if d.target is not None
-        ]
-        return [relink(r) for r in fresh], [relink(r) for r in retire], audit + refused
-
-    def _merge_paraphrases(
-        self, namespace: str, fresh: list[MemoryRecord]
-    ) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord, str]]]:
-        """Split ``fresh`` into records to store and (newcomer, updated existing record, reason)
-        merges of paraphrases of current records (split parts are never merged)."""
-        from retain.conflict import Relation, decide
-
-        keep: list[MemoryRecord] = []
-        merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
-        merged_into: dict[str, MemoryRecord] = {}
-        for rec in fresh:
-            if rec.embedding is None or "split_group" in rec.metadata or is_canary(rec):
-                keep.append(rec)
-                continue
-            near = self.store.search_vector(namespace, rec.embedding, RecordFilter(tiers=None), limit=3)
-            found = {r.id: r for r in self.store.get(namespace, [h.id for h in near]) if not is_canary(r)}
-            candidates = [(merged_into.get(h.id, found[h.id]), h.score) for h in near if h.id in found]
-            decision = decide(rec, candidates)
-            if decision.relation is not Relation.PARAPHRASE or decision.target is None:
-                keep.append(rec)
-                continue
-            old = decision.target
-            entry = {
-                "source": rec.source,
-                "role": rec.role,
-                "event_time": None if rec.event_time is None else rec.event_time.isoformat(),
-                "content": rec.content,
-            }
-            merged_into[old.id] = old.evolve(
-                metadata={**old.metadata, "merged": [*old.metadata.get("merged", []), entry]}
-            )
-            merges.append((rec, old, decision.reason))
-        return keep, [(new, merged_into[old.id], reason) for new, old, reason in merges]
-
     def _coerce_item(self, item: NewMemory | Mapping[str, Any], index: int) -> NewMemory:
         if isinstance(item, NewMemory):
             return item
@@ -689,80 +532,6 @@ class Memory:
             raise InvalidInput(f"item {index}: 'content' is required")
         return NewMemory(**item)
 
-    def _draft(self, item: NewMemory, namespace: str) -> list[MemoryRecord]:
-        content = item.content
-        if not isinstance(content, str) or not content.strip():
-            raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
-        _check_text(content, "content")
-        if not isinstance(item.role, str) or not item.role:
-            raise InvalidInput(f"role: must be a non-empty string, got {item.role!r}")
-        _check_text(item.role, "role")
-        for name in ("source", "segment"):
-            value = getattr(item, name)
-            if value is not None and not isinstance(value, str):
-                raise InvalidInput(f"{name}: must be a string or None, got {type(value).__name__}")
-            if value is not None:
-                _check_text(value, name)
-        for name in ("seq", "priority"):
-            value = getattr(item, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**62):
-                raise InvalidInput(f"{name}: must be an int below 2**62 in magnitude, got {value!r}")
-        if not isinstance(item.pinned, bool):
-            raise InvalidInput(f"pinned: must be a bool, got {item.pinned!r}")
-        if not isinstance(item.metadata, Mapping):
-            raise InvalidInput("metadata: must be a mapping")
-        reserved = RESERVED_METADATA & set(item.metadata)
-        if reserved:
-            raise InvalidInput(f"metadata: keys {sorted(reserved)} are reserved for split texts")
-        try:
-            json.dumps(dict(item.metadata), allow_nan=False, ensure_ascii=False).encode("utf-8")
-        except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
-            raise InvalidInput(f"metadata: must be JSON-serialisable without NaN/inf ({exc})") from exc
-        limit = self.config.max_text_chars
-        if len(content) > limit:
-            raise TextTooLong(f"content: {len(content):,} characters, limit is {limit:,} (max_text_chars)")
-        if len(content) > self.config.max_record_chars and not self.config.split_long:
-            raise TextTooLong(
-                f"content: {len(content):,} characters, limit is {self.config.max_record_chars:,} "
-                "(max_record_chars; enable split_long to store it as linked parts)"
-            )
-        mtype = self._classify(content, item.role) if item.type is None else parse_type(item.type)
-        if item.state is not None:
-            phase = AgentState.from_dict(item.state).phase
-            if phase:
-                item = replace(item, metadata={**item.metadata, PHASE_KEY: phase})
-        pieces = split_text(content, self.config.max_record_chars)
-        event_time = utc(item.event_time, field_name="event_time")
-        group = new_id()
-        records = []
-        for part, piece in enumerate(pieces):
-            meta = dict(item.metadata)
-            if len(pieces) > 1:
-                meta.update(split_group=group, part=part, parts=len(pieces))
-            refs = time_refs_metadata(piece, event_time) if self.config.resolve_times else []
-            if refs and "time_refs" not in meta:
-                meta["time_refs"] = refs
-            records.append(
-                MemoryRecord(
-                    id=group if part == 0 else new_id(),
-                    namespace=namespace,
-                    content=piece,
-                    type=mtype,
-                    role=item.role,
-                    source=item.source,
-                    event_time=event_time,
-                    seq=item.seq,
-                    segment=item.segment,
-                    priority=item.priority,
-                    importance=0.5 if item.importance is None else item.importance,
-                    pinned=item.pinned,
-                    tier=Tier.CORE if item.pinned or mtype is MemoryType.HARD_CONSTRAINT else Tier.DYNAMIC,
-                    confidence=item.confidence,
-                    metadata=meta,
-                )
-            )
-        return records
-
     # --- budget and utility ---------------------------------------------------------------
 
     @property
@@ -773,35 +542,6 @@ class Memory:
 
             self._utility = LearnedUtility.load()
         return self._utility
-
-    def _score_utility(self, namespace: str, records: list[MemoryRecord], *, explicit: set[str]) -> list[MemoryRecord]:
-        """Set ``importance`` = predicted utility on records whose caller gave none."""
-        model = self.utility
-        todo = [
-            i
-            for i, r in enumerate(records)
-            if r.id not in explicit and r.metadata.get("split_group", r.id) not in explicit
-        ]
-        if model is None or not todo:
-            return records
-        from retain.utility import UtilityContext, check_scores
-
-        hot = self._hot.get(namespace)
-        mean_tokens = hot.mean_tokens if hot is not None else None
-        contexts = []
-        previous: MemoryRecord | None = None
-        for i in todo:
-            rec = records[i]
-            if previous is None or previous.seq is None or rec.seq != previous.seq + 1:
-                previous = self._predecessor(rec)
-            held = self._nearest_held(namespace, rec)
-            contexts.append(UtilityContext(held=held, previous=previous, mean_length=mean_tokens))
-            previous = rec
-        scores = check_scores(model.score([records[i] for i in todo], contexts), getattr(model, "name", "?"), len(todo))
-        out = list(records)
-        for i, score in zip(todo, scores, strict=True):
-            out[i] = records[i].evolve(importance=float(score))
-        return out
 
     def feedback(self, id: str, *, namespace: str, used: bool, actor: str = "agent") -> MemoryRecord:
         """Report whether a retrieved memory was actually used (EMBER's online adaptation).
@@ -826,8 +566,8 @@ class Memory:
 
             hot = self._hot.get(namespace)
             context = UtilityContext(
-                held=self._nearest_held(namespace, record, exclude=record.id),
-                previous=self._predecessor(record),
+                held=nearest_held(self.store, namespace, record, self.encoder.dim, exclude=record.id),
+                previous=predecessor(self.store, record),
                 mean_length=hot.mean_tokens if hot is not None else None,
             )
             model.feedback(record, context, used)
@@ -850,25 +590,6 @@ class Memory:
         if used and hot_set is not None:
             hot_set.touch(id, now.timestamp())
         return updated
-
-    def _predecessor(self, record: MemoryRecord) -> MemoryRecord | None:
-        if record.seq is None or record.seq == 0:
-            return None
-        flt = RecordFilter(tiers=None, seqs=(record.seq - 1,))
-        found = [r for r in self.store.list_records(record.namespace, flt) if r.segment == record.segment]
-        return found[0] if found else None
-
-    def _nearest_held(
-        self, namespace: str, record: MemoryRecord, k: int = 5, exclude: str | None = None
-    ) -> npt.NDArray[np.float32]:
-        """(<=k, d) embeddings of the hot records closest to ``record`` (novelty context)."""
-        dim = self.encoder.dim
-        if record.embedding is None:
-            return np.zeros((0, dim), dtype=np.float32)
-        near = [h for h in self.store.search_vector(namespace, record.embedding, RecordFilter(), limit=k + 1)]
-        ids = [h.id for h in near if h.id != exclude][:k]
-        held = [r.embedding for r in self.store.get(namespace, ids) if r.embedding is not None]
-        return np.stack(held).astype(np.float32) if held else np.zeros((0, dim), dtype=np.float32)
 
     def _hotset(self, namespace: str, exclude: frozenset[str] = frozenset()) -> tuple[HotSet, list[str]]:
         """The namespace's retention state, rebuilt from the store when missing, stale (another
@@ -923,13 +644,6 @@ class Memory:
         ]
         return out, moved, entries
 
-    def _classify(self, content: str, role: str) -> MemoryType:
-        if not self.config.classify:
-            return MemoryType.FACT
-        from retain.classify import classify
-
-        return classify(content, role)
-
     def _embed(self, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
         texts = [search_text(r) for r in records]
         vectors = self.encoder.encode(texts)
@@ -965,40 +679,7 @@ class Memory:
         if not old.is_current:
             raise InvalidInput(f"id {id} is superseded by {old.superseded_by}; update the current version")
         check_actor(self, "update", [old], namespace=namespace, actor=actor, reason=scrub(reason))
-        allowed = {"type", "role", "importance", "priority", "pinned", "confidence", "metadata", "event_time"}
-        unknown = set(fields) - allowed
-        if unknown:
-            raise InvalidInput(f"update: unknown fields {sorted(unknown)}; allowed: {sorted(allowed)}")
-        if not isinstance(content, str) or not content.strip():
-            raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
-        if len(content) > self.config.max_record_chars:
-            raise TextTooLong(
-                f"content: {len(content):,} characters, limit for an update is {self.config.max_record_chars:,}"
-            )
-        pinned = fields.get("pinned", old.pinned)
-        new_type = parse_type(fields.get("type", old.type))
-        new = MemoryRecord(
-            id=new_id(),
-            namespace=namespace,
-            content=content,
-            type=new_type,
-            role=fields.get("role", old.role),
-            source=old.source,
-            event_time=fields.get("event_time", old.event_time),
-            seq=old.seq,
-            segment=old.segment,
-            priority=fields.get("priority", old.priority),
-            importance=fields.get("importance", old.importance),
-            pinned=pinned,
-            tier=Tier.CORE if pinned or new_type is MemoryType.HARD_CONSTRAINT else Tier.DYNAMIC,
-            confidence=fields.get("confidence", old.confidence),
-            supersedes=old.id,
-            metadata=fields.get("metadata", old.metadata),
-        )
-        if self.config.resolve_times and "metadata" not in fields:  # the new text's own time expressions
-            meta = {key: value for key, value in new.metadata.items() if key != "time_refs"}
-            refs = time_refs_metadata(content, new.event_time)
-            new = new.evolve(metadata=meta | {"time_refs": refs} if refs else meta)
+        new = draft_update(old, content, fields, self.config)
         (new,) = self._embed([new])
         retired = old.evolve(superseded_by=new.id)
         moved: list[MemoryRecord] = []
@@ -1285,11 +966,11 @@ class Memory:
             InvalidInput: bad namespace; query not a string or over ``MAX_QUERY_CHARS`` characters; k < 1;
                 unknown preset, type, tier or order; ``allow_raw`` not a bool; ``expand`` not an int
                 >= 0, or ``expand`` with ``order="time"``; with a state, an unknown name in
-                :data:`STATE_PARTS`.
+                :data:`~retain.pool.STATE_PARTS`.
         """
         validate_namespace(namespace)
         check_query(query)
-        _check_text(query, "query")
+        check_text(query, "query")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInput("k: must be an int >= 1")
         if threshold is not None and (not isinstance(threshold, int | float) or threshold != threshold):
@@ -1317,7 +998,7 @@ class Memory:
         )
         st = AgentState.from_dict(state)
         use_state = not st.empty and self.state_scorer is not None
-        state_parts = _state_parts() if use_state else ()
+        parts = state_parts() if use_state else ()
         if use_state and self.state_scorer is not None and self.state_scorer.dim != self.encoder.dim:
             raise InvalidInput(
                 f"state: the state scorer works on {self.state_scorer.dim}-dim embeddings, this Memory's "
@@ -1343,8 +1024,8 @@ class Memory:
             self.state_encoder.add_vectors(missing, vectors[1:])
             query_vector = vectors[0]
         encoded = self.state_encoder.encode(st) if use_state else None
-        extra = self._state_pool(namespace, encoded, flt, state_parts) if encoded is not None else []
-        pool = self._candidates(query, namespace, flt, cfg, extra=extra, query_vector=query_vector)
+        extra = state_pool(self.store, namespace, encoded, flt, parts) if encoded is not None else []
+        pool = candidates(self.store, self.encoder, query, namespace, flt, cfg, extra=extra, query_vector=query_vector)
         annotate(k=k, n_candidates=len(pool.records))
         if not pool.records:
             return []
@@ -1356,33 +1037,11 @@ class Memory:
             scores = scores + boost
         sam_parts: dict[str, npt.NDArray[np.float64]] = {}
         if encoded is not None and self.state_scorer is not None:
-            cands, content, n_terms = self._sam_inputs(namespace, pool, scores, cfg)
+            cands, content, n_terms = sam_inputs(self.store, namespace, pool, scores, cfg, self._candidate_memo)
             scores, sam_parts, _ = self.state_scorer.score(
                 encoded, st.phase, cands, content, query_terms=n_terms, terse=is_terse(query)
             )
-        ranking = np.argsort(-scores, kind="stable")
-        if cfg.threshold is not None:
-            ranking = ranking[scores[ranking] >= cfg.threshold]
-        if cfg.mmr_lambda is not None and len(ranking) > 0:
-            head = ranking[: max(3 * k, 30)]
-            vectors = np.stack([pool.vectors[i] for i in head])
-            picked = mmr(vectors, scores[head], lam=cfg.mmr_lambda, k=k)
-            ranking = head[picked]
-        hits = []
-        for rank, i in enumerate(ranking[:k], start=1):
-            breakdown = {
-                "bm25": float(pool.bm25[i]),
-                "dense": float(pool.dense[i]),
-                "rrf": float(pool.rrf[i]),
-                "fused": float(scores[i]),
-            }
-            if pool.via_neighbor[i]:
-                breakdown["neighbor"] = 1.0
-            if boost is not None and boost[i]:
-                breakdown["time"] = float(boost[i])
-            breakdown.update({name: float(values[i]) for name, values in sam_parts.items()})
-            record = pool.records[i] if allow_raw else redact_record(pool.records[i]).record
-            hits.append(Hit(record=record, score=float(scores[i]), rank=rank, scores=breakdown))
+        hits = ranked_hits(pool, scores, cfg, k, boost=boost, parts=sam_parts, allow_raw=allow_raw)
         if by_time:
             from retain.episodes import episodes_in_time
 
@@ -1429,140 +1088,6 @@ class Memory:
             self._state_encoder = StateEncoder(self.encoder)
         return self._state_encoder
 
-    def _sam_inputs(
-        self, namespace: str, pool: _Pool, scores: npt.NDArray[np.float64], cfg: SearchConfig
-    ) -> tuple[Candidates, npt.NDArray[np.float64], int]:
-        """(candidates, content scores in [0, 1], distinct query terms) for the state scorer."""
-        raw = scores if cfg.fusion is Fusion.LEARNED else scores / max(float(scores.max()), 1e-12)
-        content = np.clip(raw, 0.0, 1.0)  # the time boost may lift a fused score past 1
-        newest_id = self.store.list_ids(namespace, RecordFilter(tiers=None), limit=1, order="recent")
-        newest = self.store.get(namespace, newest_id)
-        matrix = pool.matrix if pool.query_vector is not None and len(pool.matrix) == len(pool.records) else None
-        cands = candidates_from_records(
-            pool.records,
-            newest_position=newest[0].seq if newest and newest[0].seq is not None else None,
-            newest_time=newest[0].event_time if newest else None,
-            vectors=matrix,
-            memo=self._candidate_memo,
-        )
-        return cands, content, len(set(pool.terms))
-
-    def _state_pool(
-        self, namespace: str, encoded: Any, flt: RecordFilter, names: Sequence[str] | None = None
-    ) -> list[str]:
-        """Ids the state brings into the pool: the records nearest to each of its parts ``names``
-        (default :data:`STATE_PARTS`, checked); the core tier (mandatory records); the newest records."""
-        names = _state_parts() if names is None else names
-        parts = [v for v in (getattr(encoded, name) for name in names) if v.any()]
-        ids: list[str] = []
-        if parts:  # one scan of the stored embeddings for all parts
-            for hits in self.store.search_vectors(namespace, np.stack(parts), flt, STATE_POOL):
-                ids += [h.id for h in hits]
-        core = replace(flt, tiers=tuple(t for t in (flt.tiers or tuple(Tier)) if t is Tier.CORE))
-        if core.tiers:
-            ids += self.store.list_ids(namespace, core, limit=CORE_POOL, order="recent")
-        ids += self.store.list_ids(namespace, flt, limit=RECENT_POOL, order="recent")
-        return ids
-
-    def _candidates(
-        self,
-        query: str,
-        namespace: str,
-        flt: RecordFilter,
-        cfg: SearchConfig,
-        extra: Sequence[str] = (),
-        query_vector: npt.NDArray[np.float32] | None = None,
-    ) -> _Pool:
-        """The search pool: lexical and dense hits, ``extra`` ids, neighbours; ``query_vector`` is the
-        query's embedding when the caller already has it ((d,) float32)."""
-        terms = query_terms(query)
-        lexical: list[ScoredId] = []
-        dense_hits: list[ScoredId] = []
-        qvec: npt.NDArray[np.float32] | None = None
-        relation_vector: npt.NDArray[np.float32] | None = None
-        learned = cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and self.store.supports_vector
-        by_id: dict[str, MemoryRecord] = {}
-        if cfg.mode is not SearchMode.DENSE and self.store.supports_lexical:
-            lexical = self.store.search_lexical(namespace, terms, flt, cfg.candidates)
-        relation = None
-        if learned and lexical:  # the speakers the query names, read off the lexical hits (speakers are indexed)
-            by_id = {r.id: r for r in self.store.get(namespace, [h.id for h in lexical])}
-            relation = _relation_text(query, by_id.values())
-        if cfg.mode is not SearchMode.LEXICAL and self.store.supports_vector:
-            if query_vector is None:
-                vectors = self.encoder.encode([query] if relation is None else [query, relation])  # one pass
-                qvec = vectors[0]
-                relation_vector = None if relation is None else vectors[1]
-            else:
-                qvec = query_vector
-                relation_vector = None if relation is None else self.encoder.encode([relation])[0]
-            dense_hits = self.store.search_vector(namespace, qvec, flt, cfg.candidates)
-        learned = learned and qvec is not None
-        ids = list(dict.fromkeys([h.id for h in lexical] + [h.id for h in dense_hits] + list(extra)))
-        by_id |= {r.id: r for r in self.store.get(namespace, [i for i in ids if i not in by_id])}
-        records = [by_id[i] for i in ids if i in by_id]
-        relation_ids: list[str] = []
-        if relation_vector is not None and cfg.relation_candidates:
-            have = set(ids)
-            found = self.store.search_vector(namespace, relation_vector, flt, cfg.relation_candidates)
-            relation_ids = [h.id for h in found if h.id not in have]
-            records.extend(self.store.get(namespace, relation_ids))
-        if any(is_canary(r) for r in records):  # canaries never surface in results (retain.canary)
-            records, lexical, dense_hits = drop_canaries(records, lexical, dense_hits)
-        if any(is_index_summary(r) for r in records):  # summaries of uncompressed segments (retain.segments)
-            records, lexical, dense_hits = drop_index_summaries(records, lexical, dense_hits)
-        via_neighbor = [False] * len(records)
-        seen = {(r.segment, r.seq) for r in records if r.seq is not None}
-        if records and (cfg.neighbors or learned):
-            # channel hits bring their neighbours; a state's extras bring none
-            content_ids = {h.id for h in lexical} | {h.id for h in dense_hits} | set(relation_ids)
-            context = (
-                {
-                    (r.segment, r.seq + d)
-                    for r in records
-                    if r.seq is not None and r.id in content_ids
-                    for d in (-1, 1)
-                    if r.seq + d >= 0
-                }
-                if cfg.neighbors
-                else set()
-            )
-            # the up to 3 records before each channel hit tell how far into its segment it sits (the
-            # turn_position feature); a state's extras are not content matches, so their content score
-            # reads only the turns this search saw anyway (a lookup per extra saved)
-            before = (
-                {
-                    (r.segment, r.seq - d)
-                    for r in records
-                    if r.seq is not None and r.id in content_ids
-                    for d in (1, 2, 3)
-                    if r.seq - d >= 0
-                }
-                if learned
-                else set()
-            )
-            seqs = {seq for _, seq in (context | before) - seen}
-            known = {r.id for r in records}
-            if seqs:
-                fetched = [r for r in self.store.list_records(namespace, _with_seqs(flt, seqs)) if r.id not in known]
-                seen.update((r.segment, r.seq) for r in fetched if r.seq is not None)
-                neighbours = [r for r in fetched if (r.segment, r.seq) in context]
-                records.extend(neighbours)
-                via_neighbor.extend([True] * len(neighbours))
-        return _Pool.build(
-            records=records,
-            via_neighbor=via_neighbor,
-            lexical=lexical,
-            dense_hits=dense_hits,
-            query_vector=qvec,
-            relation_vector=relation_vector,
-            seen=seen,
-            terms=terms,
-            query=query,
-            depth=cfg.candidates,
-            rrf_k=cfg.rrf_k,
-        )
-
     def summarize(
         self, namespace: str, segment: str, *, summariser: Summariser | None = None, actor: str = "system"
     ) -> MemoryRecord:
@@ -1590,7 +1115,7 @@ class Memory:
 
         return compress(self, namespace, segment, actor=actor, summariser=summariser)
 
-    def _fuse(self, pool: _Pool, cfg: SearchConfig) -> npt.NDArray[np.float64]:
+    def _fuse(self, pool: Pool, cfg: SearchConfig) -> npt.NDArray[np.float64]:
         if cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and pool.query_vector is not None:
             return self.fusion.score(pool.features())
         return pool.rrf
@@ -1783,211 +1308,12 @@ def _by_time(order: SearchOrder | str, query: str) -> bool:
     return order is SearchOrder.TIME
 
 
-def _state_parts() -> tuple[str, ...]:
-    """:data:`STATE_PARTS` as it is now (a caller may have set it), checked against
-    :data:`STATE_VECTOR_PARTS`.
-
-    Raises:
-        InvalidInput: not a tuple or list, or a name that is not a single-vector state part.
-    """
-    parts = STATE_PARTS
-    if not isinstance(parts, tuple | list):
-        raise InvalidInput(f"retain.memory.STATE_PARTS: must be a tuple of part names, got {parts!r}")
-    for name in parts:
-        if name not in STATE_VECTOR_PARTS:
-            close = difflib.get_close_matches(str(name), STATE_VECTOR_PARTS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InvalidInput(
-                f"retain.memory.STATE_PARTS: {name!r} is not one of {', '.join(STATE_VECTOR_PARTS)} "
-                f"(the state parts that are one vector){hint}"
-            )
-    return tuple(parts)
-
-
-def _check_text(text: str, name: str) -> None:
-    """Refuse text that cannot be stored as UTF-8 (lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{name}: not valid Unicode text (lone surrogate at index {exc.start})") from exc
-
-
 def _check_actor(actor: object) -> None:
     if not isinstance(actor, str) or not actor:
         raise InvalidInput(f"actor: must be a non-empty string, got {actor!r}")
-    _check_text(actor, "actor")
+    check_text(actor, "actor")
 
 
 def _check_allow_raw(allow_raw: object) -> None:
     if not isinstance(allow_raw, bool):
         raise InvalidInput(f"allow_raw: must be a bool, got {allow_raw!r}")
-
-
-def _with_seqs(flt: RecordFilter, seqs: Iterable[int]) -> RecordFilter:
-    return replace(flt, seqs=tuple(sorted(seqs)))
-
-
-def split_text(text: str, limit: int) -> list[str]:
-    """Split ``text`` into pieces of at most ``limit`` characters, at sentence ends where possible,
-    else at whitespace, else hard. ``"".join(pieces) == text`` always (nothing lost); pieces that
-    are whitespace only are merged into their neighbour."""
-    if len(text) <= limit:
-        return [text]
-    pieces: list[str] = []
-    rest = text
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = max((m.end() for m in _SENTENCE_END.finditer(window) if 0 < m.end() < limit), default=0)
-        if cut < limit // 2:
-            space = window.rfind(" ")
-            cut = space + 1 if space > limit // 2 else limit
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    pieces.append(rest)
-    merged: list[str] = []
-    for piece in pieces:  # a whitespace-only piece joins its predecessor (or the next piece)
-        if merged and (not piece.strip() or not merged[-1].strip()):
-            merged[-1] += piece
-        else:
-            merged.append(piece)
-    return merged
-
-
-_WORD_RE = re.compile(r"\w+", re.UNICODE)
-
-
-@dataclass
-class _Pool:
-    """Candidate pool of one search, with per-candidate channel scores."""
-
-    records: list[MemoryRecord]
-    via_neighbor: list[bool]
-    bm25: npt.NDArray[np.float64]
-    bm25_rank: npt.NDArray[np.float64]
-    dense: npt.NDArray[np.float64]
-    dense_rank: npt.NDArray[np.float64]
-    rrf: npt.NDArray[np.float64]
-    vectors: list[npt.NDArray[np.float32]]
-    matrix: npt.NDArray[np.float32]
-    query_vector: npt.NDArray[np.float32] | None
-    terms: list[str]
-    query: str
-    relation_dense: npt.NDArray[np.float64] | None = None
-    seen: frozenset[tuple[str | None, int]] = frozenset()
-
-    @classmethod
-    def build(
-        cls,
-        *,
-        records: list[MemoryRecord],
-        via_neighbor: list[bool],
-        lexical: list[ScoredId],
-        dense_hits: list[ScoredId],
-        query_vector: npt.NDArray[np.float32] | None,
-        terms: list[str],
-        query: str,
-        depth: int,
-        rrf_k: int,
-        relation_vector: npt.NDArray[np.float32] | None = None,
-        seen: set[tuple[str | None, int]] | None = None,
-    ) -> _Pool:
-        n = len(records)
-        lex_score = {h.id: h.score for h in lexical}
-        lex_rank = {h.id: i for i, h in enumerate(lexical)}
-        dense_rank = {h.id: i for i, h in enumerate(dense_hits)}
-        fused = rrf([[h.id for h in lexical], [h.id for h in dense_hits]], k=rrf_k)
-        dim = 0 if query_vector is None else len(query_vector)
-        vectors = [r.embedding if r.embedding is not None else np.zeros(dim, np.float32) for r in records]
-        matrix = np.stack(vectors) if n and dim else np.zeros((n, dim), np.float32)  # (n, d) float32
-        if query_vector is not None and n:
-            dense = blocked_product(matrix.astype(np.float64), query_vector.astype(np.float64)[:, None])[:, 0]
-        else:
-            dense = np.zeros(n)
-        relation_dense = None
-        if relation_vector is not None and n:
-            relation_dense = np.stack(vectors).astype(np.float64) @ relation_vector.astype(np.float64)
-        return cls(
-            records=records,
-            via_neighbor=via_neighbor,
-            bm25=np.array([lex_score.get(r.id, 0.0) for r in records], dtype=np.float64),
-            bm25_rank=np.array([lex_rank.get(r.id, depth) for r in records], dtype=np.float64),
-            dense=dense,
-            dense_rank=np.array([dense_rank.get(r.id, depth) for r in records], dtype=np.float64),
-            rrf=np.array([fused.get(r.id, 0.0) for r in records], dtype=np.float64),
-            vectors=vectors,
-            matrix=matrix,
-            query_vector=query_vector,
-            terms=terms,
-            query=query,
-            relation_dense=relation_dense,
-            seen=frozenset(seen or ()),
-        )
-
-    def features(self) -> npt.NDArray[np.float64]:
-        """Feature matrix for :class:`LinearFusion`, (n, F) float64."""
-        records = self.records
-        position = {(r.segment, r.seq): i for i, r in enumerate(records) if r.seq is not None}
-        prev_index = np.array([position.get((r.segment, r.seq - 1), -1) if r.seq is not None else -1 for r in records])
-        next_index = np.array([position.get((r.segment, r.seq + 1), -1) if r.seq is not None else -1 for r in records])
-        first_names = [_first_name(r) for r in records]
-        named = _named_speakers(self.query, first_names)
-        mentions_speaker = np.array([f in named for f in first_names])
-        mentions_other = np.array([bool(named - {f}) for f in first_names])
-        term_set = set(self.terms)
-        coverage = np.zeros(len(records))
-        for i in np.flatnonzero(self.bm25 > 0):  # only lexical matches can cover query terms
-            coverage[i] = len(term_set & set(index_terms(search_text(records[i])))) / max(1, len(term_set))
-        length = [r.token_count or len(_WORD_RE.findall(r.content)) for r in records]
-        earlier = np.array([self._earlier_turns(r) for r in records], dtype=np.intp)
-        return fusion_features(
-            bm25=self.bm25,
-            bm25_rank=self.bm25_rank,
-            dense=self.dense,
-            dense_rank=self.dense_rank,
-            prev_index=prev_index.astype(np.intp),
-            next_index=next_index.astype(np.intp),
-            segment=[r.segment for r in records],
-            mentions_speaker=mentions_speaker,
-            mentions_other=mentions_other,
-            coverage=coverage,
-            length_terms=np.array(length, dtype=np.float64),
-            is_question=np.array([r.content.rstrip().endswith(("?", "？")) for r in records]),
-            n_query_terms=len(term_set),
-            earlier_turns=earlier,
-            proper_noun_counts=np.array([proper_nouns(r.content) for r in records], dtype=np.float64),
-            relation_dense=self.relation_dense,
-        )
-
-    def _earlier_turns(self, record: MemoryRecord) -> int:
-        """Records of ``record``'s segment at the 2 stream positions before it that this search saw
-        (0..2; stops at the first gap), or -1 when the record has no ``seq``."""
-        if record.seq is None:
-            return -1
-        count = 0
-        while count < 2 and (record.segment, record.seq - count - 1) in self.seen:
-            count += 1
-        return count
-
-
-def _first_name(record: MemoryRecord) -> str:
-    return _first_word(speaker_of(record))
-
-
-@functools.lru_cache(maxsize=4096)
-def _first_word(speaker: str) -> str:
-    words = speaker.split()
-    return words[0].lower() if words else ""
-
-
-def _relation_text(query: str, records: Iterable[MemoryRecord]) -> str | None:
-    """:func:`~retain.retrieve.relation_query` of ``query`` without the speakers of ``records`` it
-    names, or None when it names none or nothing else is left."""
-    named = _named_speakers(query, map(_first_name, records))
-    relation = relation_query(query, named)
-    return relation if named and relation and relation != query else None
-
-
-def _named_speakers(query: str, first_names: Iterable[str]) -> set[str]:
-    """The lower-case speaker first names (:func:`_first_name` of records) that ``query`` mentions."""
-    query_words = {w.lower() for w in _WORD_RE.findall(query)}
-    return {f for f in first_names if f and f in query_words}

@@ -32,6 +32,7 @@ from retain.eval.datasets import LocomoConversation
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k, reciprocal_rank
 from retain.eval.streams import Stream, StreamQuestion
 from retain.memory import Memory, NewMemory
+from retain.pool import candidates
 from retain.retrieve import PRESETS, LinearFusion, train_fusion
 from retain.store.base import RecordFilter
 
@@ -149,7 +150,7 @@ def collect_pools(
                 if search:
                     hits = mem.search(q.question, namespace=namespace, k=RANK_DEPTH, allow_raw=True, now=asked)
                 elapsed = (time.perf_counter() - t0) * 1000
-                pool = mem._candidates(q.question, namespace, RecordFilter(), cfg)
+                pool = candidates(mem.store, mem.encoder, q.question, namespace, RecordFilter(), cfg)
                 pools.append(
                     QuestionPool(
                         sample_id=conv.sample_id,

@@ -33,6 +33,7 @@ from retain.eval.scenario_runner import add_event, source_prefix
 from retain.eval.scenarios import load_scenario
 from retain.lexical import is_terse
 from retain.memory import Memory
+from retain.pool import candidates, sam_inputs, state_pool
 from retain.record import MemoryType
 from retain.retrieve import PRESETS
 from retain.sam import TYPES, SamExample, StateScorer, train_state_scorer
@@ -102,9 +103,10 @@ def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample
                 done = max(done, order[probe.after])
                 state = AgentState.from_dict(probe.state)
                 encoded = mem.state_encoder.encode(state)
-                pool = mem._candidates(probe.query, sc.id, flt, cfg, extra=mem._state_pool(sc.id, encoded, flt))
+                extra = state_pool(mem.store, sc.id, encoded, flt)
+                pool = candidates(mem.store, mem.encoder, probe.query, sc.id, flt, cfg, extra=extra)
                 scores = mem._fuse(pool, cfg)
-                cands, content, n_terms = mem._sam_inputs(sc.id, pool, scores, cfg)
+                cands, content, n_terms = sam_inputs(mem.store, sc.id, pool, scores, cfg, mem._candidate_memo)
                 ids = tuple((r.source or "").removeprefix(prefix) for r in pool.records)
                 needed = frozenset(probe.needed)
                 example = SamExample(
