@@ -434,6 +434,30 @@ def test_gold_typed_examples_carry_each_pool_event_gold_type_and_scoring_keeps_t
         gold_typed(bare)
 
 
+def test_score_metrics_ranks_any_scores_as_rank_metrics_and_refuses_misfits() -> None:
+    from pathlib import Path
+
+    from retain.eval.sam_train import probe_examples, rank_metrics, score_metrics
+
+    path = Path(__file__).resolve().parents[1] / "scenarios" / "train" / "cs-telecom-fibre-outage-001.json"
+    probes = probe_examples([path], HashingEncoder(dim=384))
+    assert score_metrics(probes, [p.example.content for p in probes]) == rank_metrics(probes, None)
+    # every needed event first: recall@5 = min(5, |needed in pool|) / |needed|, MRR 1
+    oracle = [p.example.needed.astype(np.float64) for p in probes]
+    usable = [p for p in probes if p.needed]
+    expected = np.mean([min(5, int(p.example.needed.sum())) / len(p.needed) for p in usable])
+    figures = score_metrics(probes, oracle)["all"]
+    assert figures["probes"] == len(usable) and figures["mrr"] == 1.0
+    assert figures["recall@5"] == round(float(expected), 4)
+    # every needed event last: no needed event in the top 5 of a pool of more than 5 + |needed|
+    worst = score_metrics(probes, [-s for s in oracle])["all"]
+    assert worst["recall@5"] == 0.0 and worst["mrr"] < 0.2
+    with pytest.raises(InvalidInput, match="arrays for"):
+        score_metrics(probes, oracle[:-1])
+    with pytest.raises(InvalidInput, match=r"scores\[0\]"):
+        score_metrics(probes, [oracle[0][:-1], *oracle[1:]])
+
+
 # --- the vectorised scorer against a plain per-record reference ---------------------------------
 
 

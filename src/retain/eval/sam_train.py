@@ -48,6 +48,7 @@ __all__ = [
     "probe_examples",
     "rank_metrics",
     "scenario_files",
+    "score_metrics",
     "training_examples",
 ]
 
@@ -156,9 +157,13 @@ def training_examples(probes: Sequence[ProbeExample], train_types: TrainTypes) -
 def _rank_row(p: ProbeExample, scorer: StateScorer | None) -> dict[str, Any]:
     e = p.example
     if scorer is None:
-        scores = e.content
-    else:
-        scores, _, _ = scorer.score(e.state, e.phase, e.cands, e.content, query_terms=e.query_terms, terse=e.terse)
+        return _ranked_row(p, e.content)
+    scores, _, _ = scorer.score(e.state, e.phase, e.cands, e.content, query_terms=e.query_terms, terse=e.terse)
+    return _ranked_row(p, scores)
+
+
+def _ranked_row(p: ProbeExample, scores: npt.NDArray[np.float64]) -> dict[str, Any]:
+    e = p.example
     ranked = [p.event_ids[i] for i in np.argsort(-scores, kind="stable")]
     first = next((r for r, eid in enumerate(ranked, start=1) if eid in p.needed), None)
     return {
@@ -184,6 +189,25 @@ def rank_metrics(probes: Sequence[ProbeExample], scorer: StateScorer | None) -> 
     (probes without needed events are skipped). ``scorer`` None ranks by the content score alone (the
     content-only baseline on the same pools)."""
     return _pooled([_rank_row(p, scorer) for p in probes if p.needed])
+
+
+def score_metrics(probes: Sequence[ProbeExample], scores: Sequence[npt.NDArray[np.float64]]) -> dict[str, Any]:
+    """:func:`rank_metrics` for scores from any ranker: ``scores[i]`` ((n_i,) float64, higher = more
+    relevant) ranks probe ``i``'s candidates (ties keep pool order).
+
+    Raises:
+        InvalidInput: not one score array per probe, or an array whose length is not its pool's.
+    """
+    if len(scores) != len(probes):
+        raise InvalidInput(f"scores: {len(scores)} arrays for {len(probes)} probes")
+    rows = []
+    for i, (p, s) in enumerate(zip(probes, scores, strict=True)):
+        s = np.asarray(s, dtype=np.float64)
+        if s.shape != (len(p.event_ids),):
+            raise InvalidInput(f"scores[{i}]: shape {s.shape}, expected ({len(p.event_ids)},)")
+        if p.needed:
+            rows.append(_ranked_row(p, s))
+    return _pooled(rows)
 
 
 def cross_validate(
