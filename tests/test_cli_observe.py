@@ -149,3 +149,19 @@ def test_a_misspelt_state_key_is_kept_but_warned_about(db384: Path) -> None:
     assert "did you mean 'subgoals'" in result.stderr
     quiet = runner.invoke(app, ["search", "hotel", "-n", NS, "--state", '{"phase": "book_hotel", "mood": "calm"}'])
     assert quiet.exit_code == 0 and "warning" not in quiet.stderr
+
+
+def test_search_table_shows_the_state_breakdown_only_for_a_state_search(db384: Path) -> None:
+    state = json.dumps({"phase": "book_hotel", "subgoals": ["book the sea view room"]})
+    wide = {"COLUMNS": "250"}  # room for every column: rich would otherwise squeeze headers
+    stated = runner.invoke(app, ["search", "ok, continue", "-n", NS, "-k", "3", "--state", state], env=wide)
+    assert stated.exit_code == 0, stated.output
+    header = next(line for line in stated.stdout.splitlines() if "rank" in line)
+    assert [c for c in ("alpha", "content", "state", "prior") if c in header] == ["alpha", "content", "state", "prior"]
+    alpha = json.loads(
+        runner.invoke(app, ["search", "ok, continue", "-n", NS, "-k", "1", "--json", "--state", state]).stdout
+    )[0]["scores"]["alpha"]
+    assert f"{alpha:.3f}" in stated.stdout  # the value, not only the header
+    plain = runner.invoke(app, ["search", "ok, continue", "-n", NS, "-k", "3"], env=wide)
+    header = next(line for line in plain.stdout.splitlines() if "rank" in line)
+    assert "alpha" not in header and "prior" not in header

@@ -34,6 +34,9 @@ from retain.cli_utility import register as register_utility
 from retain.config import Settings
 from retain.errors import RetainError
 
+SAM_COLUMNS = ("alpha", "content", "state", "prior")
+"""Score parts of a state-adaptive hit that `retain search` shows as columns (all are in --json)."""
+
 app = typer.Typer(
     help="retain: a memory layer for long-horizon LLM agents.",
     no_args_is_help=True,
@@ -210,13 +213,15 @@ def search(
     if as_json:
         console.print_json(json.dumps([h.to_dict() for h in hits], ensure_ascii=False))
         return
-    table = Table("rank", "score", "bm25", "dense", "type", "content", "id")
+    sam = [name for name in SAM_COLUMNS if hits and name in hits[0].scores]  # a state-adaptive search's breakdown
+    table = Table("rank", "score", "bm25", "dense", *sam, "type", "content", "id")
     for h in hits:
         table.add_row(
             str(h.rank),
             f"{h.score:.4g}",
             f"{h.scores['bm25']:.3g}",
             f"{h.scores['dense']:.3f}",
+            *(f"{h.scores[name]:.3f}" for name in sam),
             h.record.type.value,
             "\n".join(r.content[:80] for r in h.window) if h.window else h.record.content[:80],
             h.record.id,
