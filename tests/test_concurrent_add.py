@@ -17,7 +17,7 @@ import pytest
 from retain.audit import verify_store
 from retain.basis import HashingEncoder
 from retain.memory import Memory, NewMemory
-from retain.record import content_hash
+from retain.record import Tier, content_hash
 from retain.store import ALL_RECORDS
 from retain.store.base import FindByHash, Op
 
@@ -133,3 +133,63 @@ def test_two_processes_adding_the_same_texts_store_each_once(tmp_path: Path) -> 
         assert mem.store.count(NS, ALL_RECORDS) == len(texts)
         assert sorted(audited(mem, "add")) == sorted(first)
         assert verify_store(mem.store).ok
+
+
+# --- the records an add read and writes back (or returns) must still be as it read them ----------
+
+
+def archive(mem: Memory, rid: str) -> None:
+    (record,) = mem.store.get(NS, [rid])
+    mem.store.put([record.evolve(tier=Tier.ARCHIVE)])
+
+
+def test_archived_copy_deleted_after_lookup_is_not_resurrected(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    text = "The staging database password rotates every Monday."
+    old = a.add(text, namespace=NS)
+    archive(a, old)
+    after_lookup(monkeypatch, a, lambda: b.delete(old, namespace=NS))
+
+    mine = a.add(text, namespace=NS)
+
+    assert a.store.get(NS, [old]) == []  # purged stays purged: the stale archived copy is not written back
+    assert copies(a, text) == [mine]  # the text is stored again, as a new record
+    assert audited(a, "restore") == []
+    assert verify_store(a.store).ok
+
+
+def test_archived_copy_updated_after_lookup_keeps_one_current_version(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    text = "The staging database password rotates every Monday."
+    old = a.add(text, namespace=NS)
+    archive(a, old)
+    newer: list[str] = []
+    after_lookup(
+        monkeypatch, a, lambda: newer.append(b.update(old, "The staging password rotates on Fridays.", namespace=NS))
+    )
+
+    a.add(text, namespace=NS)
+
+    (stored,) = a.store.get(NS, [old])
+    assert stored.superseded_by == newer[0]  # the update's link is not undone by a stale restore
+    assert audited(a, "restore") == []
+
+
+def test_duplicate_deleted_after_lookup_is_stored_again(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    text, other = "Carol plays the cello.", "Dave collects stamps."
+    old = a.add(text, namespace=NS)
+    after_lookup(monkeypatch, a, lambda: b.delete(old, namespace=NS))
+
+    ids = a.add_many([NewMemory(text), NewMemory(other)], namespace=NS)
+
+    assert ids[0] != old
+    assert copies(a, text) == [ids[0]]  # every id returned names a stored record holding its text
+    assert copies(a, other) == [ids[1]]
+    assert verify_store(a.store).ok

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from retain import integrity
 from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
-from retain.errors import DuplicateContent, EncoderMismatch, Forbidden, InvalidInput, RecordNotFound
+from retain.errors import EncoderMismatch, Forbidden, InvalidInput, RecordNotFound, WriteConflict
 from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
 from retain.ingest import (
     check_text,
@@ -90,7 +90,8 @@ __all__ = ["DEDUPE_ATTEMPTS", "DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMe
 
 DEDUPE_ATTEMPTS = 5
 """Most times one :meth:`Memory.add_many` looks up duplicates and writes: a write refused because
-another writer stored one of its texts after the look-up starts over (the next look-up finds it)."""
+another writer stored one of its texts after the look-up, or deleted, superseded or moved a record
+the look-up found, starts over (the next look-up sees the change)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,8 +360,9 @@ class Memory:
                 longer fit in the budget; nothing is written.
             Forbidden: ``pinned=True`` from an actor outside ``config.trusted_actors`` (audited;
                 nothing is written).
-            DuplicateContent: other writers kept storing this text between look-up and write
-                (:data:`DEDUPE_ATTEMPTS` times in a row); nothing is written.
+            WriteConflict: other writers kept storing this text (DuplicateContent) or changing
+                the records it found between look-up and write (:data:`DEDUPE_ATTEMPTS` times in a
+                row); nothing is written.
         """
         item = NewMemory(
             content=content,
@@ -399,12 +401,15 @@ class Memory:
         writers on other connections or processes adding the same text at once store it once. When
         another writer stored one of the texts after this call looked, nothing of this call is
         written and it starts over from the look-up (it then returns that record's id), up to
-        :data:`DEDUPE_ATTEMPTS` times.
+        :data:`DEDUPE_ATTEMPTS` times. The existing records the look-up found are guarded the same
+        way (:class:`~retain.store.base.RequireUnchanged`): one deleted or superseded meanwhile is
+        neither restored from a stale copy nor returned as the id of an item; the call starts over.
 
         Raises:
             InvalidInput, TextTooLong: as :meth:`add`, naming the index of the bad item.
-            DuplicateContent: (an InvalidInput) other writers stored texts of this call again on
-                each of :data:`DEDUPE_ATTEMPTS` attempts; nothing was written.
+            WriteConflict: (an InvalidInput) other writers stored texts of this call
+                (DuplicateContent) or changed records it found again on each of
+                :data:`DEDUPE_ATTEMPTS` attempts; nothing was written.
         """
         validate_namespace(namespace)
         _check_actor(actor)
@@ -422,7 +427,7 @@ class Memory:
         for attempt in range(1, DEDUPE_ATTEMPTS + 1):
             try:
                 return self._write_drafts(namespace, actor, parsed, drafts, used)
-            except DuplicateContent:  # another writer stored one of these texts after the look-up
+            except WriteConflict:  # another writer stored one of these texts, or changed a record found, since
                 if attempt == DEDUPE_ATTEMPTS:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
@@ -437,10 +442,13 @@ class Memory:
     ) -> list[str]:
         """One attempt of :meth:`add_many` over validated ``drafts``: look up duplicates, then
         write the rest in one transaction, each deduplicated new record under a
-        :class:`RequireUnique` guard. Raises DuplicateContent (nothing written) when a guard fails."""
+        :class:`RequireUnique` guard and each existing record found under a :class:`RequireUnchanged`
+        one. Raises WriteConflict (nothing written) when a guard fails."""
         explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
         typed = {r.id for parts, item in zip(drafts, parsed, strict=True) if item.type is not None for r in parts}
-        ids, fresh, restored, guards = look_up_duplicates(self.store, namespace, drafts, dedupe=self.config.dedupe)
+        ids, fresh, restored, guards, held = look_up_duplicates(
+            self.store, namespace, drafts, dedupe=self.config.dedupe
+        )
         fresh = self._embed(fresh) if fresh else []
         merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
         if fresh and self.config.merge_paraphrases:
@@ -507,7 +515,7 @@ class Memory:
                     [*fresh, *restored, *moved, *merged_records, *retired],
                     [*audit, *superseding, *evictions],
                     edges,
-                    require=[guards[r.id] for r in fresh if r.id in guards],
+                    require=[*(guards[r.id] for r in fresh if r.id in guards), *held],
                 )
             except BaseException:
                 self._hot.pop(namespace, None)
@@ -517,7 +525,7 @@ class Memory:
                     content_terms(r.content)  # (~5 us a record)
                     canonical_values(r.content)  # (~60-140 us a record: most of a cold state search)
         elif edges:  # every item was already held: only its derived_from edges are new
-            self.store.put([], edges=edges)
+            self.store.put([], edges=edges, require=held)
         return ids
 
     def _coerce_item(self, item: NewMemory | Mapping[str, Any], index: int) -> NewMemory:
