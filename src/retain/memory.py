@@ -71,6 +71,7 @@ from retain.store.base import (
     PutRecords,
     RecordFilter,
     RequireCurrent,
+    RequireUnchanged,
     Store,
 )
 from retain.store.base import AppendAudit as _AppendAudit
@@ -404,6 +405,8 @@ class Memory:
         :data:`DEDUPE_ATTEMPTS` times. The existing records the look-up found are guarded the same
         way (:class:`~retain.store.base.RequireUnchanged`): one deleted or superseded meanwhile is
         neither restored from a stale copy nor returned as the id of an item; the call starts over.
+        So are the records it supersedes, merges paraphrases into or evicts: none deleted or
+        superseded by another writer meanwhile is written back.
 
         Raises:
             InvalidInput, TextTooLong: as :meth:`add`, naming the index of the bad item.
@@ -443,7 +446,9 @@ class Memory:
         """One attempt of :meth:`add_many` over validated ``drafts``: look up duplicates, then
         write the rest in one transaction, each deduplicated new record under a
         :class:`RequireUnique` guard and each existing record found under a :class:`RequireUnchanged`
-        one. Raises WriteConflict (nothing written) when a guard fails."""
+        one; the stored records it supersedes, merges into or evicts (written back as changed copies
+        of what it read) must still be there and current. Raises WriteConflict (nothing written) when
+        a guard fails."""
         explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
         typed = {r.id for parts, item in zip(drafts, parsed, strict=True) if item.type is not None for r in parts}
         ids, fresh, restored, guards, held = look_up_duplicates(
@@ -515,7 +520,14 @@ class Memory:
                     [*fresh, *restored, *moved, *merged_records, *retired],
                     [*audit, *superseding, *evictions],
                     edges,
-                    require=[*(guards[r.id] for r in fresh if r.id in guards), *held],
+                    require=[
+                        *(guards[r.id] for r in fresh if r.id in guards),
+                        *held,
+                        # stored records this add rewrites from the copies it read: deleted or
+                        # superseded since, they must not be written back (tiers: as read, if known)
+                        *(RequireUnchanged(namespace, r.id, r.tier) for r in merged_records),
+                        *(RequireUnchanged(namespace, r.id) for r in [*retired, *moved]),
+                    ],
                 )
             except BaseException:
                 self._hot.pop(namespace, None)
