@@ -238,6 +238,28 @@ def test_deleted_content_leaves_no_bytes_on_disk(tmp_path: Path) -> None:
     assert b"bluefin" not in disk_bytes().lower()
 
 
+def test_delete_purges_a_version_another_writer_added_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "mem.db"
+    with Memory(path, encoder=HashingEncoder(DIM)) as a, Memory(path, encoder=HashingEncoder(DIM)) as b:
+        old = a.add("The vault code is 4411.", namespace=NS)
+        newer: list[str] = []
+        batch = a.store.batch
+
+        def hooked(ops: Any) -> Any:  # the other writer updates between the family read and the purge
+            if not newer and any(type(op).__name__ == "DeleteRecords" for op in ops):
+                newer.append(b.update(old, "The vault code is 9922.", namespace=NS))
+            return batch(ops)
+
+        monkeypatch.setattr(a.store, "batch", hooked)
+
+        assert a.delete(old, namespace=NS) == 2  # every version, the one written meanwhile too
+
+        assert a.store.list_records(NS, ALL_RECORDS) == []
+        assert [e["record_id"] for e in a.store.audit_log(NS) if e["op"] == "delete"] == sorted([old, newer[0]])
+
+
 # --- namespaces ------------------------------------------------------------------------------
 
 

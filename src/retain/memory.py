@@ -736,17 +736,32 @@ class Memory:
 
         Returns the number of records purged.
 
+        The versions are re-checked in the purge's transaction: when another writer adds a version
+        (or pins or moves one) between the look-up and the purge, the delete starts over and purges
+        that version too (up to :data:`DEDUPE_ATTEMPTS` times).
+
         Raises:
             RecordNotFound: no record ``id`` in ``namespace``.
             Forbidden: ``actor`` is not trusted and a version is protected (audited; nothing purged).
+            WriteConflict: other writers changed the versions on every attempt; nothing purged.
         """
-        record = self.get(id, namespace=namespace)
-        family = self._family(record)
         why = scrub(reason)
-        check_actor(self, "delete", self.store.get(namespace, family), namespace=namespace, actor=actor, reason=why)
-        audit = [AuditEntry(namespace, "delete", rid, actor, why, details={"outcome": "done"}) for rid in family]
-        self._hot.pop(namespace, None)
-        return self.store.delete(namespace, family, audit)
+        for attempt in range(1, DEDUPE_ATTEMPTS + 1):
+            record = self.get(id, namespace=namespace)
+            family = self._family(record)
+            members = self.store.get(namespace, family)
+            check_actor(self, "delete", members, namespace=namespace, actor=actor, reason=why)
+            audit = [AuditEntry(namespace, "delete", rid, actor, why, details={"outcome": "done"}) for rid in family]
+            # the family as read: a current version superseded (a new version written), pinned or moved by
+            # another writer since would leave that new version behind, or purge what the check did not see
+            guards = [RequireUnchanged(namespace, r.id, r.tier) for r in members if r.is_current]
+            self._hot.pop(namespace, None)
+            try:
+                return self.store.delete(namespace, family, audit, require=guards)
+            except WriteConflict:
+                if attempt == DEDUPE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _family(self, record: MemoryRecord) -> list[str]:
         """Ids of every version and split part connected to ``record``."""

@@ -679,10 +679,19 @@ class Store(ABC):
         result: list[list[ScoredId]] = self.batch([MultiVectorSearch(namespace, matrix, filter, limit)])[0]
         return result
 
-    def delete(self, namespace: str, ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
+    def delete(
+        self,
+        namespace: str,
+        ids: Sequence[str],
+        audit: Sequence[AuditEntry] = (),
+        *,
+        require: Sequence[RequireUnchanged | RequireCurrent] = (),
+    ) -> int:
         """Purge records (and every edge touching them) and append audit entries atomically;
-        returns the number purged."""
-        return int(self.batch([DeleteRecords(namespace, tuple(ids)), *(AppendAudit(a) for a in audit)])[0])
+        returns the number purged. ``require`` guards are checked first, in the same transaction, as
+        in :meth:`put` (one that fails raises its error and nothing is purged)."""
+        ops: list[Op] = [*require, DeleteRecords(namespace, tuple(ids)), *(AppendAudit(a) for a in audit)]
+        return int(self.batch(ops)[len(require)])
 
     def delete_namespace(self, namespace: str, audit: Sequence[AuditEntry] = ()) -> int:
         """Purge a namespace and append audit entries atomically; returns the number purged."""
