@@ -574,6 +574,8 @@ class Memory:
         Raises:
             RecordNotFound: no record ``id`` in ``namespace``.
             InvalidInput: ``used`` is not a bool.
+            WriteConflict: another writer deleted, superseded or moved the record meanwhile; the
+                record is not written (the in-process model has taken its step).
         """
         if not isinstance(used, bool):
             raise InvalidInput(f"used: must be a bool, got {used!r}")
@@ -605,7 +607,8 @@ class Memory:
             "used" if used else "not used",
             details={"importance_before": round(record.importance, 6), "importance_after": round(importance, 6)},
         )
-        self.store.put([updated], [entry])
+        # the record as read: deleted or superseded by another writer since, it is not written back
+        self.store.put([updated], [entry], require=[RequireUnchanged(namespace, id, record.tier, record.superseded_by)])
         hot_set = self._hot.get(namespace)
         if used and hot_set is not None:
             hot_set.touch(id, now.timestamp())

@@ -327,19 +327,21 @@ class RequireUnique:
 
 @dataclass(frozen=True, slots=True)
 class RequireUnchanged:
-    """Fail the whole batch unless record ``id`` still exists in ``namespace``, is current (not
-    superseded) and, when ``tier`` is given, sits in that tier: the state a caller read it in before
-    writing back a changed copy of it (a tier move, a supersede link, merged metadata) or handing out
-    its id. Guards read-then-write sequences (``Memory.add``: duplicates found, archived records
-    restored, records superseded, merged into or evicted) against a concurrent delete, update or
-    move: :class:`PutRecords` writes whole records, so a stale copy would bring a purged record back
-    or undo another writer's change.
+    """Fail the whole batch unless record ``id`` still exists in ``namespace``, is superseded by
+    ``superseded_by`` (None: is current) and, when ``tier`` is given, sits in that tier: the state a
+    caller read it in before writing back a changed copy of it (a tier move, a supersede link, merged
+    metadata, feedback, a pin) or handing out its id. Guards read-then-write sequences
+    (``Memory.add``: duplicates found, archived records restored, records superseded, merged into or
+    evicted; ``delete``, ``feedback``, ``pin``) against a concurrent delete, update or move:
+    :class:`PutRecords` writes whole records, so a stale copy would bring a purged record back or
+    undo another writer's change.
 
     Result: None. Raises WriteConflict (the batch rolls back, nothing is written)."""
 
     namespace: str
     id: str
     tier: Tier | None = None
+    superseded_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

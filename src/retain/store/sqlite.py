@@ -602,8 +602,12 @@ class SQLiteStore(Store):
         ).fetchone()
         if row is None:
             raise WriteConflict(f"record {op.id} of namespace {op.namespace!r} was deleted meanwhile")
-        if row[0] is not None:
-            raise WriteConflict(f"record {op.id} was superseded by {row[0]} meanwhile")
+        if row[0] != op.superseded_by:
+            raise WriteConflict(
+                f"record {op.id} was superseded by {row[0]} meanwhile"
+                if row[0] is not None
+                else f"record {op.id} is current again (read superseded by {op.superseded_by})"
+            )
         if op.tier is not None and row[1] != op.tier.value:
             raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
 
