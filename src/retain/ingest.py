@@ -250,13 +250,13 @@ def look_up_duplicates(
     """
     ids: list[str] = []
     fresh: list[MemoryRecord] = []
-    seen: dict[str, str] = {}
+    seen: dict[tuple[str, str | None, str | None, int | None], str] = {}  # the look-up's fields, compared as such
     guards: dict[str, RequireUnique] = {}  # the look-up each new record passed, re-checked as it is written
     held: dict[str, RequireUnchanged] = {}  # the existing records the look-up found, likewise
     restored: list[MemoryRecord] = []
     for parts in drafts:
         head = parts[0]
-        key = f"{head.content_hash}|{head.role}|{head.segment}|{head.seq}"
+        key = (head.content_hash, head.role, head.segment, head.seq)
         if dedupe and len(parts) == 1:
             if key in seen:
                 ids.append(seen[key])
