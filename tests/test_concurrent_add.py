@@ -16,8 +16,9 @@ import pytest
 
 from retain.audit import verify_store
 from retain.basis import HashingEncoder
-from retain.memory import Memory, NewMemory
-from retain.record import content_hash
+from retain.budget import Budget
+from retain.memory import Memory, MemoryConfig, NewMemory
+from retain.record import Tier, content_hash
 from retain.store import ALL_RECORDS
 from retain.store.base import FindByHash, Op
 
@@ -133,3 +134,140 @@ def test_two_processes_adding_the_same_texts_store_each_once(tmp_path: Path) -> 
         assert mem.store.count(NS, ALL_RECORDS) == len(texts)
         assert sorted(audited(mem, "add")) == sorted(first)
         assert verify_store(mem.store).ok
+
+
+# --- the records an add read and writes back (or returns) must still be as it read them ----------
+
+
+def archive(mem: Memory, rid: str) -> None:
+    (record,) = mem.store.get(NS, [rid])
+    mem.store.put([record.evolve(tier=Tier.ARCHIVE)])
+
+
+def test_archived_copy_deleted_after_lookup_is_not_resurrected(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    text = "The staging database password rotates every Monday."
+    old = a.add(text, namespace=NS)
+    archive(a, old)
+    after_lookup(monkeypatch, a, lambda: b.delete(old, namespace=NS))
+
+    mine = a.add(text, namespace=NS)
+
+    assert a.store.get(NS, [old]) == []  # purged stays purged: the stale archived copy is not written back
+    assert copies(a, text) == [mine]  # the text is stored again, as a new record
+    assert audited(a, "restore") == []
+    assert verify_store(a.store).ok
+
+
+def test_archived_copy_updated_after_lookup_keeps_one_current_version(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    text = "The staging database password rotates every Monday."
+    old = a.add(text, namespace=NS)
+    archive(a, old)
+    newer: list[str] = []
+    after_lookup(
+        monkeypatch, a, lambda: newer.append(b.update(old, "The staging password rotates on Fridays.", namespace=NS))
+    )
+
+    a.add(text, namespace=NS)
+
+    (stored,) = a.store.get(NS, [old])
+    assert stored.superseded_by == newer[0]  # the update's link is not undone by a stale restore
+    assert audited(a, "restore") == []
+
+
+def test_duplicate_deleted_after_lookup_is_stored_again(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    text, other = "Carol plays the cello.", "Dave collects stamps."
+    old = a.add(text, namespace=NS)
+    after_lookup(monkeypatch, a, lambda: b.delete(old, namespace=NS))
+
+    ids = a.add_many([NewMemory(text), NewMemory(other)], namespace=NS)
+
+    assert ids[0] != old
+    assert copies(a, text) == [ids[0]]  # every id returned names a stored record holding its text
+    assert copies(a, other) == [ids[1]]
+    assert verify_store(a.store).ok
+
+
+def before_write(monkeypatch: pytest.MonkeyPatch, mem: Memory, then: Any) -> None:
+    """Run ``then()`` once, right before ``mem``'s first write (after every look-up of that add)."""
+    put = mem.store.put
+    fired: list[bool] = []
+
+    def hooked(*args: Any, **kwargs: Any) -> None:
+        if not fired:
+            fired.append(True)
+            then()
+        put(*args, **kwargs)
+
+    monkeypatch.setattr(mem.store, "put", hooked)
+
+
+def test_record_superseded_on_add_but_deleted_meanwhile_stays_deleted(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    old = a.add("My preferred name is Sam.", namespace=NS)
+    before_write(monkeypatch, a, lambda: b.delete(old, namespace=NS))
+
+    new = a.add("Correction: my preferred name is Alex.", namespace=NS)
+
+    assert a.store.get(NS, [old]) == []  # not written back as the superseded version
+    (stored,) = a.store.get(NS, [new])
+    assert stored.supersedes is None and stored.is_current
+    assert audited(a, "supersede") == []
+    assert verify_store(a.store).ok
+
+
+def test_record_superseded_on_add_but_updated_meanwhile_keeps_one_chain(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    old = a.add("My preferred name is Sam.", namespace=NS)
+    newer: list[str] = []
+    before_write(monkeypatch, a, lambda: newer.append(b.update(old, "My preferred name is Sammy.", namespace=NS)))
+
+    a.add("Correction: my preferred name is Alex.", namespace=NS)
+
+    (stored,) = a.store.get(NS, [old])
+    assert stored.superseded_by == newer[0]  # the update's link stands
+    current = [r for r in a.store.list_records(NS, ALL_RECORDS) if r.is_current]
+    assert all(r.supersedes != old for r in current if r.id != newer[0])  # no second successor of old
+
+
+def test_paraphrase_merged_into_a_record_deleted_meanwhile_is_stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "shared.db"
+    config = MemoryConfig(merge_paraphrases=True)
+    with Memory(path, encoder=HashingEncoder(DIM), config=config) as a, Memory(path, encoder=HashingEncoder(DIM)) as b:
+        old = a.add("The team standup is at 9:30 every weekday morning.", namespace=NS)
+        before_write(monkeypatch, a, lambda: b.delete(old, namespace=NS))
+
+        new = a.add("The team standup is at 9:30 every weekday morning!", namespace=NS)
+
+        assert a.store.get(NS, [old]) == []  # not brought back to hold the merge
+        assert new != old and [r.id for r in a.store.list_records(NS, ALL_RECORDS)] == [new]
+
+
+def test_record_evicted_by_add_but_deleted_meanwhile_stays_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "shared.db"
+    budget = Budget(2, unit="records", policy="fifo")
+    with Memory(path, encoder=HashingEncoder(DIM), budget=budget) as a, Memory(path, encoder=HashingEncoder(DIM)) as b:
+        oldest = a.add("Alice likes green tea.", namespace=NS)
+        a.add("Bob rides a blue bicycle.", namespace=NS)
+        before_write(monkeypatch, a, lambda: b.delete(oldest, namespace=NS))
+
+        a.add("Carol paints with oils.", namespace=NS)
+
+        assert a.store.get(NS, [oldest]) == []  # not written back as archived
+        assert verify_store(a.store).ok

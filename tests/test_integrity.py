@@ -3,11 +3,16 @@ untrusted forget requests; pin / unpin; every attempt is audited."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 
 from retain import BudgetInfeasible, Forbidden, HashingEncoder, Memory, MemoryConfig, MemoryType, Tier
 from retain.budget import Budget
+from retain.errors import WriteConflict
+from retain.store import ALL_RECORDS
 from retain.store.base import RecordFilter
 
 NS = "trip-42"
@@ -216,3 +221,25 @@ def test_forget_by_query_needs_a_term_match_and_a_missing_id_forgets_nothing() -
     assert {r.id for r in m.store.list_records(NS, RecordFilter(tiers=None))} == {*ids, note}
     assert [e["details"]["outcome"] for e in audit(m, "forget")] == ["no_match", "no_match"]
     assert m.forget("shuttle", namespace=NS, actor="user").deleted == (note,)
+
+
+def test_pin_racing_a_delete_does_not_bring_the_record_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "mem.db"
+    with Memory(path, encoder=HashingEncoder(64)) as a, Memory(path, encoder=HashingEncoder(64)) as b:
+        rid = a.add("The vault code is 4411.", namespace=NS)
+        batch = a.store.batch
+        fired: list[bool] = []
+
+        def hooked(ops: Any) -> Any:  # the other writer purges it between the pin's read and its write
+            if not fired and any(type(o).__name__ == "PutRecords" for o in ops):
+                fired.append(True)
+                b.delete(rid, namespace=NS)
+            return batch(ops)
+
+        monkeypatch.setattr(a.store, "batch", hooked)
+
+        with pytest.raises(WriteConflict, match="deleted"):
+            a.pin(rid, namespace=NS)
+
+        assert a.store.list_records(NS, ALL_RECORDS) == []
+        assert not [e for e in a.store.audit_log(NS) if e["op"] == "pin"]

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from retain.basis import HashingEncoder
-from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, SchemaError
+from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, SchemaError, WriteConflict
 from retain.memory import Memory, NewMemory
 from retain.store import ALL_RECORDS
 from retain.store.sqlite import SCHEMA_VERSION
@@ -236,6 +236,28 @@ def test_deleted_content_leaves_no_bytes_on_disk(tmp_path: Path) -> None:
         if name in files:
             assert b"bluefin" not in (tmp_path / name).read_bytes().lower(), name
     assert b"bluefin" not in disk_bytes().lower()
+
+
+def test_delete_purges_a_version_another_writer_added_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "mem.db"
+    with Memory(path, encoder=HashingEncoder(DIM)) as a, Memory(path, encoder=HashingEncoder(DIM)) as b:
+        old = a.add("The vault code is 4411.", namespace=NS)
+        newer: list[str] = []
+        batch = a.store.batch
+
+        def hooked(ops: Any) -> Any:  # the other writer updates between the family read and the purge
+            if not newer and any(type(op).__name__ == "DeleteRecords" for op in ops):
+                newer.append(b.update(old, "The vault code is 9922.", namespace=NS))
+            return batch(ops)
+
+        monkeypatch.setattr(a.store, "batch", hooked)
+
+        assert a.delete(old, namespace=NS) == 2  # every version, the one written meanwhile too
+
+        assert a.store.list_records(NS, ALL_RECORDS) == []
+        assert [e["record_id"] for e in a.store.audit_log(NS) if e["op"] == "delete"] == sorted([old, newer[0]])
 
 
 # --- namespaces ------------------------------------------------------------------------------
@@ -500,3 +522,48 @@ def test_a_commit_racing_the_begin_is_not_read_from_the_cache(tmp_path: Path) ->
                 reader.get(rid, namespace="move")
         finally:
             reader.store._conn = real
+
+
+def test_feedback_racing_a_delete_does_not_bring_the_record_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "mem.db"
+    with Memory(path, encoder=HashingEncoder(DIM)) as a, Memory(path, encoder=HashingEncoder(DIM)) as b:
+        rid = a.add("The vault code is 4411.", namespace=NS)
+        batch = a.store.batch
+        fired: list[bool] = []
+
+        def hooked(ops: Any) -> Any:  # the other writer purges it between this call's read and its write
+            if not fired and any(type(o).__name__ == "PutRecords" for o in ops):
+                fired.append(True)
+                b.delete(rid, namespace=NS)
+            return batch(ops)
+
+        monkeypatch.setattr(a.store, "batch", hooked)
+
+        with pytest.raises(WriteConflict, match="deleted"):
+            a.feedback(rid, namespace=NS, used=True)
+
+        assert a.store.list_records(NS, ALL_RECORDS) == []
+
+
+def test_feedback_racing_an_update_keeps_the_old_version_superseded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "mem.db"
+    with Memory(path, encoder=HashingEncoder(DIM)) as a, Memory(path, encoder=HashingEncoder(DIM)) as b:
+        rid = a.add("The vault code is 4411.", namespace=NS)
+        newer: list[str] = []
+        batch = a.store.batch
+
+        def hooked(ops: Any) -> Any:
+            if not newer and any(type(o).__name__ == "PutRecords" for o in ops):
+                newer.append(b.update(rid, "The vault code is 9922.", namespace=NS))
+            return batch(ops)
+
+        monkeypatch.setattr(a.store, "batch", hooked)
+
+        with pytest.raises(WriteConflict, match="superseded"):
+            a.feedback(rid, namespace=NS, used=True)
+
+        assert a.get(rid, namespace=NS).superseded_by == newer[0]  # not made current again

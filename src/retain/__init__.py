@@ -22,6 +22,7 @@ from retain.errors import (
     RetainError,
     SchemaError,
     TextTooLong,
+    WriteConflict,
 )
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier
@@ -66,6 +67,7 @@ __all__ = [
     "TextTooLong",
     "Tier",
     "TimeRef",
+    "WriteConflict",
     "classify",
     "classify_with_reason",
     "parse_query_time",

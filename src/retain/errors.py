@@ -6,7 +6,8 @@ so callers can catch either::
     RetainError
     ├── InvalidInput (ValueError)          bad argument at the public boundary; nothing was written
     │   ├── TextTooLong (ValueError)       text over the configured limit when splitting is off
-    │   └── DuplicateContent (ValueError)  a batch guarded by RequireUnique met a current copy; nothing written
+    │   └── WriteConflict (ValueError)     a guarded batch found a record changed since it was read; nothing written
+    │       └── DuplicateContent           a batch guarded by RequireUnique met a current copy; nothing written
     ├── RecordNotFound (KeyError)          no record with that id in that namespace
     ├── EncoderMismatch (ValueError)       store was built with another encoder (name or dimension)
     ├── SchemaError (RuntimeError)         store schema is newer than this library, or not set up
@@ -31,7 +32,15 @@ class TextTooLong(InvalidInput):
     """A text exceeds the configured maximum length and splitting is disabled."""
 
 
-class DuplicateContent(InvalidInput):
+class WriteConflict(InvalidInput):
+    """A batch guarded by :class:`~retain.store.base.RequireUnchanged` (or
+    :class:`~retain.store.base.RequireUnique`) found that what the caller read before writing no
+    longer holds: another connection or process deleted, superseded or moved a record since. The
+    whole batch rolled back: nothing was written; reading again and retrying is safe.
+    """
+
+
+class DuplicateContent(WriteConflict):
     """A batch guarded by :class:`~retain.store.base.RequireUnique` found a current record with the
     same content (and role, segment, position) already in the namespace, written by another
     connection since the caller looked. The whole batch rolled back: nothing was written.

@@ -27,7 +27,7 @@ from retain.errors import InvalidInput, TextTooLong
 from retain.record import MemoryRecord, MemoryType, Tier, new_id, parse_type, utc
 from retain.sam import PHASE_KEY
 from retain.state import AgentState
-from retain.store.base import AuditEntry, FindByHash, RecordFilter, RequireUnique, Store
+from retain.store.base import AuditEntry, FindByHash, RecordFilter, RequireUnchanged, RequireUnique, Store
 from retain.temporal import time_refs_metadata
 
 if TYPE_CHECKING:
@@ -236,24 +236,27 @@ def draft_update(old: MemoryRecord, content: str, changes: Mapping[str, Any], co
 
 def look_up_duplicates(
     store: Store, namespace: str, drafts: Sequence[list[MemoryRecord]], *, dedupe: bool
-) -> tuple[list[str], list[MemoryRecord], list[MemoryRecord], dict[str, RequireUnique]]:
+) -> tuple[list[str], list[MemoryRecord], list[MemoryRecord], dict[str, RequireUnique], list[RequireUnchanged]]:
     """Which ``drafts`` (the records of each new memory, from :func:`draft`) are already current in
     ``namespace``: with ``dedupe``, a one-record draft whose content, role, segment and seq a current
     record (or an earlier draft) has is not new.
 
     Returns (one id per draft: the existing record's, else the draft's first record's; the records
     to write; archived records said again, moved back to a hot tier; the
-    :class:`~retain.store.base.RequireUnique` guard of each new deduplicated record id, to re-check
-    the look-up in the write transaction).
+    :class:`~retain.store.base.RequireUnique` guard of each new deduplicated record id, and the
+    :class:`~retain.store.base.RequireUnchanged` guard of each existing record found, current and in
+    the tier it was found in: both re-check the look-up in the write transaction, so a record
+    deleted or superseded meanwhile is neither written back from a stale copy nor handed out).
     """
     ids: list[str] = []
     fresh: list[MemoryRecord] = []
-    seen: dict[str, str] = {}
+    seen: dict[tuple[str, str | None, str | None, int | None], str] = {}  # the look-up's fields, compared as such
     guards: dict[str, RequireUnique] = {}  # the look-up each new record passed, re-checked as it is written
+    held: dict[str, RequireUnchanged] = {}  # the existing records the look-up found, likewise
     restored: list[MemoryRecord] = []
     for parts in drafts:
         head = parts[0]
-        key = f"{head.content_hash}|{head.role}|{head.segment}|{head.seq}"
+        key = (head.content_hash, head.role, head.segment, head.seq)
         if dedupe and len(parts) == 1:
             if key in seen:
                 ids.append(seen[key])
@@ -273,6 +276,7 @@ def look_up_duplicates(
             if existing is not None:
                 ids.append(existing.id)
                 seen[key] = existing.id
+                held[existing.id] = RequireUnchanged(namespace, existing.id, existing.tier)
                 if existing.tier is Tier.ARCHIVE:  # said again: it matters again, back to hot
                     tier = Tier.CORE if is_mandatory(existing) else Tier.DYNAMIC
                     restored.append(existing.evolve(tier=tier))
@@ -281,7 +285,7 @@ def look_up_duplicates(
             guards[head.id] = RequireUnique(namespace, head.content_hash, head.role, head.segment, head.seq)
         ids.append(head.id)
         fresh.extend(parts)
-    return ids, fresh, restored, guards
+    return ids, fresh, restored, guards, list(held.values())
 
 
 def merge_paraphrases(

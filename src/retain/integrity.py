@@ -29,7 +29,7 @@ from retain.budget import is_mandatory
 from retain.errors import Forbidden, InvalidInput
 from retain.record import MemoryRecord, Tier, validate_namespace
 from retain.redaction import scrub
-from retain.store.base import AppendAudit, AuditEntry, DeleteRecords, PutRecords, RecordFilter
+from retain.store.base import AppendAudit, AuditEntry, DeleteRecords, PutRecords, RecordFilter, RequireUnchanged
 
 if TYPE_CHECKING:
     from retain.memory import Memory
@@ -120,6 +120,8 @@ def set_pinned(mem: Memory, id: str, *, namespace: str, pinned: bool, actor: str
         InvalidInput: ``id`` is superseded (pin its current version).
         Forbidden: ``actor`` is not trusted (audited).
         BudgetInfeasible: pinning would make the core tier exceed the budget; nothing is written.
+        WriteConflict: another writer deleted, superseded or moved the record meanwhile; nothing is
+            written.
     """
     op = "pin" if pinned else "unpin"
     record = mem.get(id, namespace=namespace)
@@ -140,7 +142,17 @@ def set_pinned(mem: Memory, id: str, *, namespace: str, pinned: bool, actor: str
         (new,), moved, evictions = mem._apply_budget(namespace, [new], actor=actor, trigger=op, exclude=frozenset({id}))
     entry = _entry(namespace, op, id, actor, reason, "done", tier_before=record.tier.value, tier_after=new.tier.value)
     try:
-        mem.store.batch([PutRecords((new, *moved)), AppendAudit(entry), *(AppendAudit(a) for a in evictions)])
+        mem.store.batch(
+            [
+                # the record (and those evicted) as read: deleted or changed by another writer since,
+                # none is written back from a stale copy
+                RequireUnchanged(namespace, id, record.tier),
+                *(RequireUnchanged(namespace, r.id) for r in moved),
+                PutRecords((new, *moved)),
+                AppendAudit(entry),
+                *(AppendAudit(a) for a in evictions),
+            ]
+        )
     except BaseException:
         mem._hot.pop(namespace, None)
         raise

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from retain import integrity
 from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
-from retain.errors import DuplicateContent, EncoderMismatch, Forbidden, InvalidInput, RecordNotFound
+from retain.errors import EncoderMismatch, Forbidden, InvalidInput, RecordNotFound, WriteConflict
 from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
 from retain.ingest import (
     check_text,
@@ -71,6 +71,7 @@ from retain.store.base import (
     PutRecords,
     RecordFilter,
     RequireCurrent,
+    RequireUnchanged,
     Store,
 )
 from retain.store.base import AppendAudit as _AppendAudit
@@ -90,7 +91,8 @@ __all__ = ["DEDUPE_ATTEMPTS", "DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMe
 
 DEDUPE_ATTEMPTS = 5
 """Most times one :meth:`Memory.add_many` looks up duplicates and writes: a write refused because
-another writer stored one of its texts after the look-up starts over (the next look-up finds it)."""
+another writer stored one of its texts after the look-up, or deleted, superseded or moved a record
+the look-up found, starts over (the next look-up sees the change)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,8 +361,9 @@ class Memory:
                 longer fit in the budget; nothing is written.
             Forbidden: ``pinned=True`` from an actor outside ``config.trusted_actors`` (audited;
                 nothing is written).
-            DuplicateContent: other writers kept storing this text between look-up and write
-                (:data:`DEDUPE_ATTEMPTS` times in a row); nothing is written.
+            WriteConflict: other writers kept storing this text (DuplicateContent) or changing
+                the records it found between look-up and write (:data:`DEDUPE_ATTEMPTS` times in a
+                row); nothing is written.
         """
         item = NewMemory(
             content=content,
@@ -399,12 +402,17 @@ class Memory:
         writers on other connections or processes adding the same text at once store it once. When
         another writer stored one of the texts after this call looked, nothing of this call is
         written and it starts over from the look-up (it then returns that record's id), up to
-        :data:`DEDUPE_ATTEMPTS` times.
+        :data:`DEDUPE_ATTEMPTS` times. The existing records the look-up found are guarded the same
+        way (:class:`~retain.store.base.RequireUnchanged`): one deleted or superseded meanwhile is
+        neither restored from a stale copy nor returned as the id of an item; the call starts over.
+        So are the records it supersedes, merges paraphrases into or evicts: none deleted or
+        superseded by another writer meanwhile is written back.
 
         Raises:
             InvalidInput, TextTooLong: as :meth:`add`, naming the index of the bad item.
-            DuplicateContent: (an InvalidInput) other writers stored texts of this call again on
-                each of :data:`DEDUPE_ATTEMPTS` attempts; nothing was written.
+            WriteConflict: (an InvalidInput) other writers stored texts of this call
+                (DuplicateContent) or changed records it found again on each of
+                :data:`DEDUPE_ATTEMPTS` attempts; nothing was written.
         """
         validate_namespace(namespace)
         _check_actor(actor)
@@ -422,7 +430,7 @@ class Memory:
         for attempt in range(1, DEDUPE_ATTEMPTS + 1):
             try:
                 return self._write_drafts(namespace, actor, parsed, drafts, used)
-            except DuplicateContent:  # another writer stored one of these texts after the look-up
+            except WriteConflict:  # another writer stored one of these texts, or changed a record found, since
                 if attempt == DEDUPE_ATTEMPTS:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
@@ -437,10 +445,15 @@ class Memory:
     ) -> list[str]:
         """One attempt of :meth:`add_many` over validated ``drafts``: look up duplicates, then
         write the rest in one transaction, each deduplicated new record under a
-        :class:`RequireUnique` guard. Raises DuplicateContent (nothing written) when a guard fails."""
+        :class:`RequireUnique` guard and each existing record found under a :class:`RequireUnchanged`
+        one; the stored records it supersedes, merges into or evicts (written back as changed copies
+        of what it read) must still be there and current. Raises WriteConflict (nothing written) when
+        a guard fails."""
         explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
         typed = {r.id for parts, item in zip(drafts, parsed, strict=True) if item.type is not None for r in parts}
-        ids, fresh, restored, guards = look_up_duplicates(self.store, namespace, drafts, dedupe=self.config.dedupe)
+        ids, fresh, restored, guards, held = look_up_duplicates(
+            self.store, namespace, drafts, dedupe=self.config.dedupe
+        )
         fresh = self._embed(fresh) if fresh else []
         merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
         if fresh and self.config.merge_paraphrases:
@@ -507,7 +520,14 @@ class Memory:
                     [*fresh, *restored, *moved, *merged_records, *retired],
                     [*audit, *superseding, *evictions],
                     edges,
-                    require=[guards[r.id] for r in fresh if r.id in guards],
+                    require=[
+                        *(guards[r.id] for r in fresh if r.id in guards),
+                        *held,
+                        # stored records this add rewrites from the copies it read: deleted or
+                        # superseded since, they must not be written back (tiers: as read, if known)
+                        *(RequireUnchanged(namespace, r.id, r.tier) for r in merged_records),
+                        *(RequireUnchanged(namespace, r.id) for r in [*retired, *moved]),
+                    ],
                 )
             except BaseException:
                 self._hot.pop(namespace, None)
@@ -517,7 +537,7 @@ class Memory:
                     content_terms(r.content)  # (~5 us a record)
                     canonical_values(r.content)  # (~60-140 us a record: most of a cold state search)
         elif edges:  # every item was already held: only its derived_from edges are new
-            self.store.put([], edges=edges)
+            self.store.put([], edges=edges, require=held)
         return ids
 
     def _coerce_item(self, item: NewMemory | Mapping[str, Any], index: int) -> NewMemory:
@@ -554,6 +574,8 @@ class Memory:
         Raises:
             RecordNotFound: no record ``id`` in ``namespace``.
             InvalidInput: ``used`` is not a bool.
+            WriteConflict: another writer deleted, superseded or moved the record meanwhile; the
+                record is not written (the in-process model has taken its step).
         """
         if not isinstance(used, bool):
             raise InvalidInput(f"used: must be a bool, got {used!r}")
@@ -585,7 +607,8 @@ class Memory:
             "used" if used else "not used",
             details={"importance_before": round(record.importance, 6), "importance_after": round(importance, 6)},
         )
-        self.store.put([updated], [entry])
+        # the record as read: deleted or superseded by another writer since, it is not written back
+        self.store.put([updated], [entry], require=[RequireUnchanged(namespace, id, record.tier, record.superseded_by)])
         hot_set = self._hot.get(namespace)
         if used and hot_set is not None:
             hot_set.touch(id, now.timestamp())
@@ -716,17 +739,32 @@ class Memory:
 
         Returns the number of records purged.
 
+        The versions are re-checked in the purge's transaction: when another writer adds a version
+        (or pins or moves one) between the look-up and the purge, the delete starts over and purges
+        that version too (up to :data:`DEDUPE_ATTEMPTS` times).
+
         Raises:
             RecordNotFound: no record ``id`` in ``namespace``.
             Forbidden: ``actor`` is not trusted and a version is protected (audited; nothing purged).
+            WriteConflict: other writers changed the versions on every attempt; nothing purged.
         """
-        record = self.get(id, namespace=namespace)
-        family = self._family(record)
         why = scrub(reason)
-        check_actor(self, "delete", self.store.get(namespace, family), namespace=namespace, actor=actor, reason=why)
-        audit = [AuditEntry(namespace, "delete", rid, actor, why, details={"outcome": "done"}) for rid in family]
-        self._hot.pop(namespace, None)
-        return self.store.delete(namespace, family, audit)
+        for attempt in range(1, DEDUPE_ATTEMPTS + 1):
+            record = self.get(id, namespace=namespace)
+            family = self._family(record)
+            members = self.store.get(namespace, family)
+            check_actor(self, "delete", members, namespace=namespace, actor=actor, reason=why)
+            audit = [AuditEntry(namespace, "delete", rid, actor, why, details={"outcome": "done"}) for rid in family]
+            # the family as read: a current version superseded (a new version written), pinned or moved by
+            # another writer since would leave that new version behind, or purge what the check did not see
+            guards = [RequireUnchanged(namespace, r.id, r.tier) for r in members if r.is_current]
+            self._hot.pop(namespace, None)
+            try:
+                return self.store.delete(namespace, family, audit, require=guards)
+            except WriteConflict:
+                if attempt == DEDUPE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _family(self, record: MemoryRecord) -> list[str]:
         """Ids of every version and split part connected to ``record``."""

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from retain.errors import DuplicateContent, InvalidInput, SchemaError
+from retain.errors import DuplicateContent, InvalidInput, SchemaError, WriteConflict
 from retain.lexical import query_terms
 from retain.record import MemoryRecord, MemoryType, Tier, content_hash, new_id
 from retain.store import ALL_RECORDS, AuditEntry, RecordFilter, SQLiteStore, Store
@@ -30,6 +30,7 @@ from retain.store.base import (
     LexicalSearch,
     PutProvenance,
     PutRecords,
+    RequireUnchanged,
     RequireUnique,
     VectorSearch,
 )
@@ -228,6 +229,31 @@ def test_require_unique_refuses_a_current_copy_and_writes_nothing(store: Store) 
     with pytest.raises(DuplicateContent) as info:
         store.batch([guard])
     assert info.value.existing_id == second.id
+
+
+def test_require_unchanged_refuses_a_record_deleted_superseded_or_moved(store: Store) -> None:
+    held, other = make("ns", "held words", tier=Tier.ARCHIVE), make("ns", "other words")
+    store.put([held, other])
+    note = AuditEntry("ns", "restore", held.id)
+    store.batch([RequireUnchanged("ns", held.id), RequireUnchanged("ns", held.id, Tier.ARCHIVE)])  # as read
+
+    with pytest.raises(WriteConflict, match=r"moved to the archive tier meanwhile \(read in dynamic\)"):
+        store.batch([RequireUnchanged("ns", held.id, Tier.DYNAMIC), PutRecords((other,)), AppendAudit(note)])
+    with pytest.raises(WriteConflict, match="deleted"):
+        store.batch([RequireUnchanged("elsewhere", held.id)])  # another namespace's record is not this one
+    assert store.audit_log() == []  # the failed batch wrote nothing
+
+    store.put([held.evolve(superseded_by=other.id)])
+    with pytest.raises(WriteConflict, match=f"superseded by {other.id}") as info:
+        store.put([held.evolve(tier=Tier.DYNAMIC)], [note], require=[RequireUnchanged("ns", held.id)])
+    assert isinstance(info.value, InvalidInput)
+    (stored,) = store.get("ns", [held.id])
+    assert stored.superseded_by == other.id and stored.tier is Tier.ARCHIVE
+
+    store.delete("ns", [held.id])
+    with pytest.raises(WriteConflict, match="deleted"):
+        store.put([held.evolve(tier=Tier.DYNAMIC)], require=[RequireUnchanged("ns", held.id, Tier.ARCHIVE)])
+    assert store.get("ns", [held.id]) == []  # not brought back
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,7 @@ __all__ = [
     "ReadAudit",
     "RecordFilter",
     "RequireCurrent",
+    "RequireUnchanged",
     "RequireUnique",
     "ScoredId",
     "Store",
@@ -325,6 +326,25 @@ class RequireUnique:
 
 
 @dataclass(frozen=True, slots=True)
+class RequireUnchanged:
+    """Fail the whole batch unless record ``id`` still exists in ``namespace``, is superseded by
+    ``superseded_by`` (None: is current) and, when ``tier`` is given, sits in that tier: the state a
+    caller read it in before writing back a changed copy of it (a tier move, a supersede link, merged
+    metadata, feedback, a pin) or handing out its id. Guards read-then-write sequences
+    (``Memory.add``: duplicates found, archived records restored, records superseded, merged into or
+    evicted; ``delete``, ``feedback``, ``pin``) against a concurrent delete, update or move:
+    :class:`PutRecords` writes whole records, so a stale copy would bring a purged record back or
+    undo another writer's change.
+
+    Result: None. Raises WriteConflict (the batch rolls back, nothing is written)."""
+
+    namespace: str
+    id: str
+    tier: Tier | None = None
+    superseded_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ListRecords:
     """Result: list of records matching ``filter``, ordered by ``order``: "seq", "created", "event",
     or "recent" (newest written first)."""
@@ -488,6 +508,7 @@ Op = (
     | GetRecords
     | FindByHash
     | RequireCurrent
+    | RequireUnchanged
     | RequireUnique
     | ListRecords
     | ListIds
@@ -554,13 +575,13 @@ class Store(ABC):
         audit: Sequence[AuditEntry] = (),
         edges: Sequence[Edge] = (),
         *,
-        require: Sequence[RequireUnique | RequireCurrent] = (),
+        require: Sequence[RequireUnique | RequireUnchanged | RequireCurrent] = (),
     ) -> None:
         """Write records, then their edges (if any), and the audit entries atomically.
 
         ``require`` guards are checked first, in the same transaction: one that fails raises its
-        error (:class:`RequireUnique`: DuplicateContent; :class:`RequireCurrent`: InvalidInput or
-        RecordNotFound) and nothing is written.
+        error (:class:`RequireUnique`: DuplicateContent; :class:`RequireUnchanged`: WriteConflict;
+        :class:`RequireCurrent`: InvalidInput or RecordNotFound) and nothing is written.
         """
         ops: list[Op] = [*require, PutRecords(tuple(records))]
         if edges:
@@ -660,10 +681,19 @@ class Store(ABC):
         result: list[list[ScoredId]] = self.batch([MultiVectorSearch(namespace, matrix, filter, limit)])[0]
         return result
 
-    def delete(self, namespace: str, ids: Sequence[str], audit: Sequence[AuditEntry] = ()) -> int:
+    def delete(
+        self,
+        namespace: str,
+        ids: Sequence[str],
+        audit: Sequence[AuditEntry] = (),
+        *,
+        require: Sequence[RequireUnchanged | RequireCurrent] = (),
+    ) -> int:
         """Purge records (and every edge touching them) and append audit entries atomically;
-        returns the number purged."""
-        return int(self.batch([DeleteRecords(namespace, tuple(ids)), *(AppendAudit(a) for a in audit)])[0])
+        returns the number purged. ``require`` guards are checked first, in the same transaction, as
+        in :meth:`put` (one that fails raises its error and nothing is purged)."""
+        ops: list[Op] = [*require, DeleteRecords(namespace, tuple(ids)), *(AppendAudit(a) for a in audit)]
+        return int(self.batch(ops)[len(require)])
 
     def delete_namespace(self, namespace: str, audit: Sequence[AuditEntry] = ()) -> int:
         """Purge a namespace and append audit entries atomically; returns the number purged."""

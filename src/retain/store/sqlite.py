@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError
+from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, WriteConflict
 from retain.kernels import blocked_product
 from retain.lexical import index_terms
 from retain.record import MemoryRecord, MemoryType, Tier, read_only_json, search_text, utcnow
@@ -59,6 +59,7 @@ from retain.store.base import (
     ReadAudit,
     RecordFilter,
     RequireCurrent,
+    RequireUnchanged,
     RequireUnique,
     ScoredId,
     Store,
@@ -595,6 +596,21 @@ class SQLiteStore(Store):
         if row[0] is not None:
             raise InvalidInput(f"id {op.id} was superseded by {row[0]} meanwhile; update the current version")
 
+    def _require_unchanged(self, op: RequireUnchanged) -> None:
+        row = self._conn.execute(
+            "SELECT superseded_by, tier FROM records WHERE namespace = ? AND id = ?", (op.namespace, op.id)
+        ).fetchone()
+        if row is None:
+            raise WriteConflict(f"record {op.id} of namespace {op.namespace!r} was deleted meanwhile")
+        if row[0] != op.superseded_by:
+            raise WriteConflict(
+                f"record {op.id} was superseded by {row[0]} meanwhile"
+                if row[0] is not None
+                else f"record {op.id} is current again (read superseded by {op.superseded_by})"
+            )
+        if op.tier is not None and row[1] != op.tier.value:
+            raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
+
     def _require_unique(self, op: RequireUnique) -> None:
         row = self._conn.execute(
             "SELECT id FROM records WHERE namespace = ? AND content_hash = ? AND superseded_by IS NULL "
@@ -865,6 +881,7 @@ _HANDLERS: dict[type, Any] = {
     GetRecords: SQLiteStore._get,
     FindByHash: SQLiteStore._find_by_hash,
     RequireCurrent: SQLiteStore._require_current,
+    RequireUnchanged: SQLiteStore._require_unchanged,
     RequireUnique: SQLiteStore._require_unique,
     ListRecords: SQLiteStore._list,
     ListIds: SQLiteStore._list_ids,
