@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import json
 import re
 import sys
@@ -41,9 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
-import retain.classify as classify_module  # the module, not the function re-exported by retain
 from retain.classify import classify_with_reason
 from retain.record import MemoryType
+
+# The module itself: ``import retain.classify as m`` binds the function that ``retain`` re-exports
+# under the same name, so patching its rule tables and reading its source would silently do nothing.
+classify_module = importlib.import_module("retain.classify")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "scenarios"
