@@ -154,6 +154,41 @@ def test_role_is_case_insensitive_and_speaker_names_use_content_rules() -> None:
     assert classify("My sister is a nurse in Leeds.", "Melanie") == T.FACT
 
 
+@pytest.mark.parametrize("role", ["user", None])
+def test_short_statements_that_name_something_are_facts(role: str | None) -> None:
+    # no digits and no cue words: the name or code alone makes it informative (README quickstart)
+    assert classify_with_reason("We fly out of Brennick (BRK).", role) == (T.FACT, "default:name")
+    assert classify("The photographer is Dana Okafor.", role) == T.FACT
+    assert classify("Physio sessions are on Tuesdays.", role) == T.FACT
+    assert classify("We use the ACME build server.", role) == T.FACT
+
+
+@pytest.mark.parametrize("role", ["user", None])
+def test_imperative_with_a_deadline_is_a_constraint(role: str | None) -> None:
+    assert classify_with_reason("Pay the deposit by Friday.", role) == (T.HARD_CONSTRAINT, "hard:by_when")
+    assert classify("Send the signed lease back before tomorrow.", role) == T.HARD_CONSTRAINT
+    assert classify("Finish the slides by the end of the week.", role) == T.HARD_CONSTRAINT
+    assert classify("Book the venue by end of June.", role) == T.HARD_CONSTRAINT
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "oh thank god",
+        "morning! coffee in hand",
+        "thanks!!",
+        "Morning! Coffee in hand.",  # a capital after "!" starts a sentence, it names nothing
+        "Hi Maria!",  # the name a greeting addresses
+        "Hey Jo, long day.",
+        "I think I need a nap. I am so tired.",  # the pronoun I is not a name
+        "Gut zu wissen, dann hab ich ja nicht so einen Stress",  # German capitalises every noun
+    ],
+)
+def test_real_chatter_stays_chatter(text: str) -> None:
+    got, reason = classify_with_reason(text, "user")
+    assert got == T.CHATTER, f"{text!r} -> {got} via {reason}"
+
+
 def test_non_string_text_raises() -> None:
     with pytest.raises(TypeError):
         classify(None, "user")  # type: ignore[arg-type]

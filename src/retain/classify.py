@@ -52,14 +52,18 @@ Order of precedence, highest first:
       cues (a-d) outrank it; weak limits in banter ("no parking needed") do not;
    f. weak hard-constraint cues (limits that are often constraints but also appear in
       preferences, hence after c): can only, "No X", or later/below, onwards, fewer than, max,
-      exclude, has to be, rule, 只能, 最多, 至少 -> ``hard_constraint``;
+      exclude, has to be, rule, a deadline written as a day or date ("by Friday", "before
+      tomorrow", "by end of June"), 只能, 最多, 至少 -> ``hard_constraint``;
    g. goal cues: goal, I want to, I'd like to, planning a/to, aim to, can you suggest/find,
       help me, 目标, 想要, 帮我, 计划去 -> ``goal``;
    h. plan cues: next step, plan:, step 1, "I/we will", "I'll" (not "will need / will be"),
       计划：, 下一步, 我会; for assistant roles also "let me", "I'm going to" -> ``plan_step``;
-   i. default: ``fact`` when the text carries specifics (digits, URLs, file or code identifiers)
-      or is a self-statement ("my sister is", "I work", "I'm a", 我是), else ``chatter`` (the
-      reason says ``chatter:greeting`` or ``chatter:question`` when it is one).
+   i. default: ``fact`` when the text carries specifics (digits, URLs, file or code identifiers),
+      names a thing (a capitalised or all-caps word inside a sentence: a person, place, product,
+      weekday, month or code such as "(BRK)"; "I" does not count, and neither do texts with German
+      function words, where every noun is capitalised) or is a self-statement ("my sister is",
+      "I work", "I'm a", 我是), else ``chatter`` (the reason says ``chatter:greeting`` or
+      ``chatter:question`` when it is one).
 
 The cue lists are general phrases of each kind; they name no product, place or person. Measured
 accuracy on the shared scenarios is printed by ``benchmarks/classify_accuracy.py``.
@@ -258,6 +262,13 @@ _HARD_WEAK = _rules(
     ("hard:exclude", r"\bexclude\b|\breject(?:s|ed)?\b|\binclusion\b|\bexclusion\b"),
     ("hard:has_to", r"\b(?:has|have) to be\b|\bneed (?:it|this|them) (?:back |done |ready )?(?:by|before)\b"),
     ("hard:rule", r"\brules?\b(?! out)|\brequire(?:s|d|ment)\b"),
+    (
+        "hard:by_when",
+        r"\b(?:by|before) (?:(?:next|this|the) )?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|tonight|"
+        r"today|noon|midnight|eod|eow|end of (?:the )?(?:day|week|month|year)|(?:end of )?(?:jan(?:uary)?|"
+        r"feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|"
+        r"nov(?:ember)?|dec(?:ember)?))\b",
+    ),
 )
 _GOAL = _rules(
     _I,
@@ -313,6 +324,20 @@ _CASUAL = _rules(0, ("chatter:casual", r"^\W*[a-z]"))
 _SPECIFIC = re.compile(
     r"\d|https?://|\b\w+\.(?:[a-z]{2,4})\b|\b[A-Z]{2,}\d|[一二两三四五六七八九十百千万]+[个人天晚元]"
 )
+# A name inside a sentence: a capitalised or all-caps word after a word, comma, semicolon or closing
+# bracket (not after . ! ? : or a dash, where a new sentence may start), optionally opening a bracket
+# or quote: "out of Brennick (BRK)", "is Dana Okafor", "on Tuesdays". The pronoun I does not count,
+# nor the name a greeting addresses ("Hi Sam", "Morning Jo").
+_NAMED = _rules(
+    0,
+    (
+        "default:name",
+        r"[\w,;)](?<!\b[Hh]i)(?<!\b[Hh]ey)(?<!\b[Hh]ello)(?<!\b[Dd]ear)(?<!\b[Mm]orning)\s+[(\"'‘“]?"
+        r"(?!I(?:['’]\w+)?\b)[A-ZÀ-ÖØ-Þ][\w'’-]*",
+    ),
+)
+# German capitalises every noun, so a capital inside a sentence says nothing there.
+_NOUN_CAPITALISING = re.compile(r"\b(?:ich|und|nicht|der|das|ist|mit|auf|ein|eine|einen)\b", _I)
 
 
 def classify(text: str, role: str | None = None) -> MemoryType:
@@ -408,6 +433,9 @@ def _classify_content(text: str, *, assistant: bool, unknown: bool) -> tuple[Mem
             return memory_type, name
     if _SPECIFIC.search(text):
         return MemoryType.FACT, "default:specific"
+    name = None if _NOUN_CAPITALISING.search(text) else _first(_NAMED, text)
+    if name is not None:
+        return MemoryType.FACT, name
     if _SELF_STATEMENT.search(text):
         return MemoryType.FACT, "fact:self_statement"
     name = _first(_CHATTER_WEAK, text)
