@@ -13,6 +13,13 @@ first with empty caches, then again with new states (new state vectors to encode
 records already decoded). Times are wall clock (``perf_counter``) and the process's
 CPU time (``process_time``, every thread of the process; less sensitive to other processes on the machine).
 
+Each pass also prints the state's own stages, timed inside each search with a state and summed per
+search: encoding the state (``StateEncoder.missing`` / ``add_vectors`` / ``encode``; with the MiniLM
+encoder the forward pass that carries new state texts with the query is not included), the scan for the
+records nearest to it (``retain.pool.state_pool``), the scorer's inputs (``retain.pool.sam_inputs``) and
+the scorer (``StateScorer.score``). What they leave out of the difference above is the content fusion's
+work on the records the state added to the pool, and the variance of the two searches compared.
+
     python benchmarks/sam_latency.py [--records 10000] [--queries 300] [--state-every 10] [--one-memory]
         [--encoder hashing|minilm]
 """
@@ -27,9 +34,11 @@ import numpy as np
 import numpy.typing as npt
 
 from retain import HashingEncoder, Memory, MemoryConfig
+from retain import memory as memory_module
 from retain.basis import MiniLMEncoder
 from retain.eval.streams import CachingEncoder
 from retain.graph import GraphConfig
+from retain.sam import StateScorer
 from retain.state import StateEncoder
 
 # fmt: off
@@ -49,6 +58,25 @@ class _BuildCache(CachingEncoder):
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         return super().encode(texts) if self.building else self.inner.encode(texts)
+
+
+class _StageClock:
+    """Sums the time spent in the state's own stages during one search (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.current = 0.0
+
+    def wrap(self, owner: object, name: str) -> None:
+        inner = getattr(owner, name)
+
+        def timed(*args: object, **kwargs: object) -> object:
+            t0 = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.current += time.perf_counter() - t0
+
+        setattr(owner, name, timed)
 
 
 def main() -> None:
@@ -101,19 +129,33 @@ def main() -> None:
             for i in range(args.queries // args.state_every + 1)
         ]
 
+    clock = _StageClock()
+    for owner, name in (
+        (memory_module, "state_pool"),
+        (memory_module, "sam_inputs"),
+        (StateScorer, "score"),
+        (StateEncoder, "missing"),
+        (StateEncoder, "add_vectors"),
+        (StateEncoder, "encode"),
+    ):
+        clock.wrap(owner, name)
+
     def timed(mem: Memory, query: str, state: dict[str, object] | None) -> tuple[float, float]:
         t0, c0 = time.perf_counter(), time.process_time()
         mem.search(query, namespace=ns, k=10, state=state)
         return (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
 
     def run(states: list[dict[str, object]]) -> dict[str, list[float]]:
-        out: dict[str, list[float]] = {"plain": [], "stated": [], "plain_cpu": [], "stated_cpu": []}
+        out: dict[str, list[float]] = {"plain": [], "stated": [], "plain_cpu": [], "stated_cpu": [], "stages": []}
         for i, q in enumerate(queries):
             runs = [(None, "plain"), (states[i // args.state_every], "stated")]
             for st, name in runs if (i // 2) % 2 == 0 else runs[::-1]:
+                clock.current = 0.0
                 wall, cpu = timed(mems[name], q, st)
                 out[name].append(wall)
                 out[name + "_cpu"].append(cpu)
+                if st is not None:
+                    out["stages"].append(clock.current * 1000)
         return out
 
     first = new_states()
@@ -138,6 +180,11 @@ def main() -> None:
         print(f"  search with state:    p50 {p(t['stated'], 50):.2f} ms, p95 {p(t['stated'], 95):.2f} ms")
         print(f"  added by the state:   p50 {p(extra, 50):.2f} ms, p95 {p(extra, 95):.2f} ms")
         print(f"  CPU time added by the state: p50 {p(extra_cpu, 50):.2f} ms, p95 {p(extra_cpu, 95):.2f} ms")
+        stages = t["stages"]
+        print(
+            "  the state's own stages (encode, scan, inputs, scorer): "
+            f"p50 {p(stages, 50):.2f} ms, p95 {p(stages, 95):.2f} ms"
+        )
         changed = np.arange(len(extra)) % args.state_every == 0  # the first search with each new state
         print(
             f"  added, first search of a new state ({changed.sum()}): p50 {p(extra[changed], 50):.2f} ms; "
