@@ -1,0 +1,96 @@
+"""Read-then-write paths other than add / delete / feedback / pin (graph importance propagation,
+segment summaries and compression, the budget evictions of ``update``) never write a stale copy
+back over another connection's delete or update.
+
+Each test forces the losing interleaving: a second Memory on the same file deletes or updates a
+record between this one's read and its write (a hook on the first store's ``put`` / ``batch``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from retain.audit import verify_store
+from retain.basis import HashingEncoder
+from retain.memory import Memory
+from retain.store import ALL_RECORDS
+from retain.store.base import Op, PutRecords
+
+DIM = 64
+NS = "shared"
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[Memory, Memory]]:
+    """Two Memory objects, each with its own connection, on one SQLite file."""
+    path = tmp_path / "shared.db"
+    a, b = Memory(path, encoder=HashingEncoder(DIM)), Memory(path, encoder=HashingEncoder(DIM))
+    yield a, b
+    a.close()
+    b.close()
+
+
+def before_write(monkeypatch: pytest.MonkeyPatch, mem: Memory, then: Any) -> None:
+    """Run ``then()`` once, right before ``mem``'s first batch that writes records."""
+    batch = mem.store.batch
+    fired: list[bool] = []
+
+    def hooked(ops: Sequence[Op]) -> list[Any]:
+        if not fired and any(isinstance(op, PutRecords) and op.records for op in ops):
+            fired.append(True)
+            then()
+        return batch(ops)
+
+    monkeypatch.setattr(mem.store, "batch", hooked)
+
+
+def current(mem: Memory) -> dict[str, Any]:
+    return {r.id: r for r in mem.store.list_records(NS, ALL_RECORDS) if r.is_current}
+
+
+def audited(mem: Memory, op: str) -> list[str | None]:
+    return [e["record_id"] for e in mem.store.audit_log(NS) if e["op"] == op]
+
+
+# --- graph importance propagation ---------------------------------------------------------------
+
+
+def test_propagate_importance_racing_a_delete_does_not_bring_the_record_back(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    used = a.add("Caroline Smith booked the tickets.", namespace=NS, importance=0.2)
+    other = a.add("Caroline Smith prefers the aisle seat.", namespace=NS, importance=0.9)
+    a.feedback(used, namespace=NS, used=True)
+    before_write(monkeypatch, a, lambda: b.delete(other, namespace=NS))
+
+    changed = a.propagate_importance(NS)
+
+    assert a.store.get(NS, [other]) == []  # purged, and stays purged
+    assert other not in changed and used in changed
+    assert other not in audited(a, "importance")  # the audit names only what was written
+    assert a.get(used, namespace=NS).importance == pytest.approx(changed[used])
+    assert verify_store(a.store).ok
+
+
+def test_propagate_importance_racing_an_update_keeps_one_current_version(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    used = a.add("Caroline Smith booked the tickets.", namespace=NS, importance=0.2)
+    other = a.add("Caroline Smith prefers the aisle seat.", namespace=NS, importance=0.9)
+    a.feedback(used, namespace=NS, used=True)
+    newer: list[str] = []
+    before_write(
+        monkeypatch, a, lambda: newer.append(b.update(other, "Caroline Smith prefers the window.", namespace=NS))
+    )
+
+    changed = a.propagate_importance(NS)
+
+    assert a.get(other, namespace=NS).superseded_by == newer[0]  # the update is not undone
+    assert other not in changed
+    assert other not in current(a) and newer[0] in current(a)
