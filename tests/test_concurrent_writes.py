@@ -17,6 +17,7 @@ import pytest
 from retain.audit import verify_store
 from retain.basis import HashingEncoder
 from retain.memory import Memory
+from retain.segments import is_summary
 from retain.store import ALL_RECORDS
 from retain.store.base import Op, PutRecords
 
@@ -94,3 +95,61 @@ def test_propagate_importance_racing_an_update_keeps_one_current_version(
     assert a.get(other, namespace=NS).superseded_by == newer[0]  # the update is not undone
     assert other not in changed
     assert other not in current(a) and newer[0] in current(a)
+
+
+# --- segment summaries and compression ----------------------------------------------------------
+
+
+def add_segment(mem: Memory, segment: str = "s1") -> list[str]:
+    texts = ["We fly to Lisbon on Friday.", "The hotel is near the river.", "Dinner is booked for eight."]
+    return [mem.add(t, namespace=NS, segment=segment, seq=i) for i, t in enumerate(texts)]
+
+
+def test_summarize_racing_a_delete_of_the_old_summary_does_not_bring_it_back(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    add_segment(a)
+    old = a.summarize(NS, "s1").id
+    before_write(monkeypatch, a, lambda: b.delete(old, namespace=NS))
+
+    new = a.summarize(NS, "s1")
+
+    assert a.store.get(NS, [old]) == []
+    assert new.supersedes is None  # the retry found no summary to supersede
+    assert audited(a, "summarize") == [old, new.id]
+    assert verify_store(a.store).ok
+
+
+def test_summarize_racing_another_summary_keeps_one_current_summary(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    add_segment(a)
+    old = a.summarize(NS, "s1").id
+    theirs: list[str] = []
+    before_write(monkeypatch, a, lambda: theirs.append(b.summarize(NS, "s1").id))
+
+    mine = a.summarize(NS, "s1")
+
+    assert a.get(old, namespace=NS).superseded_by == theirs[0]  # their link is not overwritten
+    assert mine.supersedes == theirs[0]
+    summaries = [r for r in current(a).values() if is_summary(r)]
+    assert [r.id for r in summaries] == [mine.id]
+
+
+def test_compress_racing_a_delete_of_a_turn_does_not_bring_it_back(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    turns = add_segment(a)
+    before_write(monkeypatch, a, lambda: b.delete(turns[1], namespace=NS))
+
+    summary = a.compress_segment(NS, "s1")
+
+    assert a.store.get(NS, [turns[1]]) == []
+    assert turns[1] not in summary.metadata["compressed_ids"]
+    assert "hotel" not in summary.content  # the purged turn's text is not kept in the summary
+    assert turns[1] not in audited(a, "archive")
+    assert sorted(audited(a, "archive")) == sorted([turns[0], turns[2]])
+    assert verify_store(a.store).ok
