@@ -16,6 +16,7 @@ import pytest
 
 from retain.audit import verify_store
 from retain.basis import HashingEncoder
+from retain.budget import Budget
 from retain.memory import Memory
 from retain.segments import is_summary
 from retain.store import ALL_RECORDS
@@ -153,3 +154,24 @@ def test_compress_racing_a_delete_of_a_turn_does_not_bring_it_back(
     assert turns[1] not in audited(a, "archive")
     assert sorted(audited(a, "archive")) == sorted([turns[0], turns[2]])
     assert verify_store(a.store).ok
+
+
+# --- budget evictions of update -----------------------------------------------------------------
+
+
+def test_record_evicted_by_update_but_deleted_meanwhile_stays_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "shared.db"
+    budget = Budget(11, unit="tokens", policy="fifo")
+    with Memory(path, encoder=HashingEncoder(DIM), budget=budget) as a, Memory(path, encoder=HashingEncoder(DIM)) as b:
+        oldest = a.add("Alice likes green tea.", namespace=NS)
+        target = a.add("Bob rides a blue bicycle.", namespace=NS)
+        before_write(monkeypatch, a, lambda: b.delete(oldest, namespace=NS))
+
+        new = a.update(target, "Bob rides a red bicycle, and it is heavier than the blue one was.", namespace=NS)
+
+        assert a.store.get(NS, [oldest]) == []  # not written back as archived
+        assert set(current(a)) == {new}
+        assert oldest not in audited(a, "evict")
+        assert verify_store(a.store).ok
