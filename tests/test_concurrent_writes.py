@@ -20,7 +20,7 @@ from retain.budget import Budget
 from retain.memory import Memory
 from retain.segments import is_summary
 from retain.store import ALL_RECORDS
-from retain.store.base import Op, PutRecords
+from retain.store.base import DeleteRecords, Op, PutRecords
 
 DIM = 64
 NS = "shared"
@@ -175,3 +175,49 @@ def test_record_evicted_by_update_but_deleted_meanwhile_stays_deleted(
         assert set(current(a)) == {new}
         assert oldest not in audited(a, "evict")
         assert verify_store(a.store).ok
+
+
+# --- forget -------------------------------------------------------------------------------------
+
+
+def before_purge(monkeypatch: pytest.MonkeyPatch, mem: Memory, then: Any) -> None:
+    """Run ``then()`` once, right before ``mem``'s first batch that deletes records."""
+    batch = mem.store.batch
+    fired: list[bool] = []
+
+    def hooked(ops: Sequence[Op]) -> list[Any]:
+        if not fired and any(isinstance(op, DeleteRecords) for op in ops):
+            fired.append(True)
+            then()
+        return batch(ops)
+
+    monkeypatch.setattr(mem.store, "batch", hooked)
+
+
+def test_forget_purges_a_version_another_writer_added_meanwhile(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    old = a.add("The vault code is 4411.", namespace=NS)
+    newer: list[str] = []
+    before_purge(monkeypatch, a, lambda: newer.append(b.update(old, "The vault code is 9922.", namespace=NS)))
+
+    report = a.forget(old, namespace=NS)
+
+    assert sorted(report.deleted) == sorted([old, newer[0]])
+    assert a.store.list_records(NS, ALL_RECORDS) == []
+    assert sorted(audited(a, "forget")) == sorted([old, newer[0]])
+
+
+def test_untrusted_forget_racing_a_pin_does_not_purge_the_pinned_record(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    rid = a.add("The vault code is 4411.", namespace=NS)
+    before_purge(monkeypatch, a, lambda: b.pin(rid, namespace=NS))
+
+    report = a.forget(rid, namespace=NS, actor="tool")
+
+    assert report.deleted == () and report.refused == (rid,)
+    assert a.get(rid, namespace=NS).pinned
+    assert [e["details"]["outcome"] for e in a.store.audit_log(NS) if e["op"] == "forget"] == ["refused"]
