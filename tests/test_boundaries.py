@@ -365,3 +365,21 @@ def test_a_state_value_or_key_whose_str_raises_is_refused_by_search_add_and_cont
 
 def test_a_state_object_with_a_working_str_is_still_rendered_as_text() -> None:
     assert AgentState.from_dict({"phase": _Printable(), "features": {"seat": _Printable()}}).phase == '"window seat"'
+
+
+@pytest.mark.parametrize("setting", ["STATE_POOL", "CORE_POOL", "RECENT_POOL"])
+@pytest.mark.parametrize("value", [None, 2.5, "5", -1, True, 10**9])
+def test_pool_size_settings_are_checked_where_read(sam, monkeypatch, setting, value):
+    monkeypatch.setattr(pool_module, setting, value)
+    with pytest.raises(InvalidInput, match=rf"retain\.pool\.{setting}: must be an int from 0 to 1,000,000"):
+        sam.search("museum", namespace=NS, state=STATE)
+    with pytest.raises(InvalidInput, match=rf"retain\.pool\.{setting}"):
+        sam.context("museum", namespace=NS, budget_tokens=100, state=STATE)
+    assert sam.search("museum", namespace=NS)  # read only when a state is given
+
+
+@pytest.mark.parametrize("setting", ["STATE_POOL", "CORE_POOL", "RECENT_POOL"])
+@pytest.mark.parametrize("value", [0, 1, 500])
+def test_pool_size_settings_in_range_search(sam, monkeypatch, setting, value):
+    monkeypatch.setattr(pool_module, setting, value)
+    assert sam.search("museum", namespace=NS, state=STATE)
