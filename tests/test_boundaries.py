@@ -321,3 +321,65 @@ def test_invalid_filter_values_are_refused(kwargs, match):
 
 def test_paths_are_strings_or_paths(tmp_path):
     assert SQLiteStore(Path(tmp_path) / "y.db").location == str(tmp_path / "y.db")
+
+
+class _Unprintable:
+    """A caller's object whose ``str()`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("boom")
+
+    __repr__ = __str__
+
+
+class _Printable:
+    def __str__(self) -> str:
+        return "window seat"
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"phase": _Unprintable()},
+        {"subgoals": [_Unprintable()]},
+        {"constraints": {"seat": _Unprintable()}},
+        {"constraints": {_Unprintable(): "x"}},
+        {"features": {"k": _Unprintable()}},
+        {"features": {_Unprintable(): 1}},
+        {_Unprintable(): "an unknown key"},
+    ],
+)
+def test_a_state_value_or_key_whose_str_raises_is_refused_by_search_add_and_context(state: dict) -> None:
+    m = Memory(":memory:", encoder=HashingEncoder(64))
+    m.add("The hotel is near the river.", namespace=NS)
+    with pytest.raises(InvalidInput, match="state"):
+        m.search("hotel", namespace=NS, state=state)
+    with pytest.raises(InvalidInput, match="state"):
+        m.add("Dinner is booked for eight.", namespace=NS, state=state)
+    with pytest.raises(InvalidInput, match="state"):
+        m.context("hotel", namespace=NS, state=state, budget_tokens=100)
+    with pytest.raises(InvalidInput, match="str\\(\\) raised RuntimeError"):
+        AgentState.from_dict(state)
+    assert len(m.records(namespace=NS)) == 1  # the refused add wrote nothing
+
+
+def test_a_state_object_with_a_working_str_is_still_rendered_as_text() -> None:
+    assert AgentState.from_dict({"phase": _Printable(), "features": {"seat": _Printable()}}).phase == '"window seat"'
+
+
+@pytest.mark.parametrize("setting", ["STATE_POOL", "CORE_POOL", "RECENT_POOL"])
+@pytest.mark.parametrize("value", [None, 2.5, "5", -1, True, 10**9])
+def test_pool_size_settings_are_checked_where_read(sam, monkeypatch, setting, value):
+    monkeypatch.setattr(pool_module, setting, value)
+    with pytest.raises(InvalidInput, match=rf"retain\.pool\.{setting}: must be an int from 0 to 1,000,000"):
+        sam.search("museum", namespace=NS, state=STATE)
+    with pytest.raises(InvalidInput, match=rf"retain\.pool\.{setting}"):
+        sam.context("museum", namespace=NS, budget_tokens=100, state=STATE)
+    assert sam.search("museum", namespace=NS)  # read only when a state is given
+
+
+@pytest.mark.parametrize("setting", ["STATE_POOL", "CORE_POOL", "RECENT_POOL"])
+@pytest.mark.parametrize("value", [0, 1, 500])
+def test_pool_size_settings_in_range_search(sam, monkeypatch, setting, value):
+    monkeypatch.setattr(pool_module, setting, value)
+    assert sam.search("museum", namespace=NS, state=STATE)

@@ -36,10 +36,19 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from retain.canary import is_canary
-from retain.errors import InvalidInput, RecordNotFound
+from retain.errors import InvalidInput, RecordNotFound, WriteConflict
 from retain.lexical import query_terms
 from retain.record import MemoryRecord, utcnow, validate_namespace
-from retain.store.base import AppendAudit, AuditEntry, Edge, EdgeType, PutEdges, RecordFilter, Store
+from retain.store.base import (
+    AppendAudit,
+    AuditEntry,
+    Edge,
+    EdgeType,
+    PutEdges,
+    RecordFilter,
+    RequireUnchanged,
+    Store,
+)
 
 if TYPE_CHECKING:
     from retain.memory import Memory
@@ -600,37 +609,58 @@ def propagate_importance(
     after, ppr). Returns id -> new importance for the records changed (empty when no record has
     been used yet and no seeds are given: nothing to propagate, nothing written).
 
+    Each record is written back only if still as read (:class:`~retain.store.base.RequireUnchanged`):
+    when another writer deletes, supersedes or moves one in between, nothing is written and the
+    propagation runs again on the store as it is now (up to :data:`~retain.memory.DEDUPE_ATTEMPTS`).
+
     Raises:
         InvalidInput: bad seeds (see :func:`graph_importance`), ``mix`` outside [0, 1].
+        WriteConflict: other writers changed the records on every attempt; nothing written.
     """
     validate_namespace(namespace)
     if isinstance(mix, bool) or not isinstance(mix, int | float) or not 0.0 <= mix <= 1.0:
         raise InvalidInput(f"mix: must be in [0, 1], got {mix!r}")
-    if seeds is None:
-        used = memory.store.list_records(namespace, RecordFilter(tiers=None))
-        seeds = {r.id: float(r.access_count) for r in used if r.access_count > 0}
-        if not seeds:
-            return {}
-    scores = graph_importance(memory.store, namespace, seeds, alpha)
-    top = max(scores.values())
-    reached = [rid for rid, s in scores.items() if s > 0]
-    records = memory.store.get(namespace, reached)
-    changed: list[MemoryRecord] = []
-    audit: list[AuditEntry] = []
-    for rec in records:
-        if rec.superseded_by is not None:
-            continue
-        scaled = scores[rec.id] / top
-        after = min(1.0, max(0.0, (1.0 - mix) * rec.importance + mix * scaled))
-        if abs(after - rec.importance) < 1e-9:
-            continue
-        changed.append(rec.evolve(importance=after))
-        details = {"before": round(rec.importance, 6), "after": round(after, 6), "ppr": round(scores[rec.id], 9)}
-        audit.append(
-            AuditEntry(
-                namespace, "importance", rec.id, actor, "graph propagation (personalised PageRank)", details=details
+    from retain.memory import DEDUPE_ATTEMPTS
+
+    given = seeds
+    for attempt in range(1, DEDUPE_ATTEMPTS + 1):
+        seeds = given
+        if seeds is None:
+            used = memory.store.list_records(namespace, RecordFilter(tiers=None))
+            seeds = {r.id: float(r.access_count) for r in used if r.access_count > 0}
+            if not seeds:
+                return {}
+        scores = graph_importance(memory.store, namespace, seeds, alpha)
+        top = max(scores.values())
+        reached = [rid for rid, s in scores.items() if s > 0]
+        records = memory.store.get(namespace, reached)
+        changed: list[MemoryRecord] = []
+        guards: list[RequireUnchanged] = []
+        audit: list[AuditEntry] = []
+        for rec in records:
+            if rec.superseded_by is not None:
+                continue
+            scaled = scores[rec.id] / top
+            after = min(1.0, max(0.0, (1.0 - mix) * rec.importance + mix * scaled))
+            if abs(after - rec.importance) < 1e-9:
+                continue
+            changed.append(rec.evolve(importance=after))
+            # written back whole: a record deleted, superseded or moved by another writer since it was
+            # read must not come back (or be made current again) from this copy
+            guards.append(RequireUnchanged(namespace, rec.id, rec.tier))
+            details = {"before": round(rec.importance, 6), "after": round(after, 6), "ppr": round(scores[rec.id], 9)}
+            audit.append(
+                AuditEntry(
+                    namespace, "importance", rec.id, actor, "graph propagation (personalised PageRank)", details=details
+                )
             )
-        )
-    if changed:
-        memory.store.put(changed, audit)
-    return {r.id: r.importance for r in changed}
+        if not changed:
+            return {}
+        try:
+            memory.store.put(changed, audit, require=guards)
+        except WriteConflict:  # read again: the next pass propagates over the graph as it is now
+            if attempt == DEDUPE_ATTEMPTS:
+                raise
+            continue
+        return {r.id: r.importance for r in changed}
+    raise AssertionError("unreachable")  # pragma: no cover

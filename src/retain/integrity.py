@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from retain.budget import is_mandatory
-from retain.errors import Forbidden, InvalidInput
+from retain.errors import Forbidden, InvalidInput, WriteConflict
 from retain.record import MemoryRecord, Tier, validate_namespace
 from retain.redaction import scrub
 from retain.store.base import AppendAudit, AuditEntry, DeleteRecords, PutRecords, RecordFilter, RequireUnchanged
@@ -193,16 +193,35 @@ def forget(mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason:
     Returns:
         A :class:`ForgetReport`: ``refused`` is non-empty exactly when protected matches were kept.
 
+    The versions are re-checked in the purge's transaction (:class:`~retain.store.base.RequireUnchanged`):
+    when another writer adds a version, pins or moves one in between, nothing is written and the
+    forget starts over on the store as it is (up to :data:`~retain.memory.DEDUPE_ATTEMPTS`).
+
     Raises:
         InvalidInput: empty ``query_or_id``, ``k`` < 1, bad namespace, or a query (not an id) on a store
             without lexical search.
+        WriteConflict: other writers changed the matched records on every attempt; nothing purged.
     """
     validate_namespace(namespace)
     if not isinstance(query_or_id, str) or not query_or_id.strip():
         raise InvalidInput("query_or_id: required, a non-empty string")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInput(f"k: must be an int >= 1, got {k!r}")
+    from retain.memory import DEDUPE_ATTEMPTS
+
     trusted = is_trusted(actor, mem.config.trusted_actors)
+    for attempt in range(1, DEDUPE_ATTEMPTS + 1):
+        try:
+            return _forget_once(mem, query_or_id, namespace=namespace, actor=actor, reason=reason, k=k, trusted=trusted)
+        except WriteConflict:
+            if attempt == DEDUPE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _forget_once(
+    mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason: str, k: int, trusted: bool
+) -> ForgetReport:
     targets = mem.store.get(namespace, [query_or_id])
     if not targets and not _ID_SHAPE.match(query_or_id):
         if not mem.store.supports_lexical:
@@ -237,7 +256,10 @@ def forget(mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason:
         audit.extend(_entry(namespace, "forget", i, actor, reason, "done", matched=target.id) for i in family)
     mem._hot.pop(namespace, None)
     ops: list[Any] = [DeleteRecords(namespace, tuple(deleted))] if deleted else []
-    mem.store.batch([*ops, *(AppendAudit(a) for a in audit)])
+    # the versions as read: one written, pinned or moved by another writer since would be left behind
+    # current, or purged by an actor the check would have refused
+    guards = [RequireUnchanged(namespace, i, r.tier) for i in deleted if (r := everything.get(i)) and r.is_current]
+    mem.store.batch([*guards, *ops, *(AppendAudit(a) for a in audit)])
     return ForgetReport(tuple(deleted), tuple(refused), actor, trusted)
 
 

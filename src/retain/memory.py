@@ -697,41 +697,56 @@ class Memory:
             RecordNotFound: no current record ``id`` in ``namespace``.
             InvalidInput: empty content, unknown field, or ``id`` is already superseded.
             BudgetInfeasible: with a budget, the new version is mandatory and does not fit.
+            WriteConflict: on every attempt another writer deleted, superseded or moved a record the
+                budget evicted (or moved the old version) between the read and the write; nothing
+                written. Each attempt reads again (up to :data:`DEDUPE_ATTEMPTS`).
         """
-        old = self.get(id, namespace=namespace)
-        if not old.is_current:
-            raise InvalidInput(f"id {id} is superseded by {old.superseded_by}; update the current version")
-        check_actor(self, "update", [old], namespace=namespace, actor=actor, reason=scrub(reason))
-        new = draft_update(old, content, fields, self.config)
-        (new,) = self._embed([new])
-        retired = old.evolve(superseded_by=new.id)
-        moved: list[MemoryRecord] = []
-        evictions: list[AuditEntry] = []
-        if self.budget is not None:  # the new version is checked against the budget like an add
-            self._hot.pop(namespace, None)
-            (new,), moved, evictions = self._apply_budget(
-                namespace, [new], actor=actor, trigger="update", exclude=frozenset({old.id})
-            )
         reason = scrub(reason)  # the audit log never holds a raw secret
-        audit = [
-            AuditEntry(namespace, "supersede", old.id, actor, reason, details={"superseded_by": new.id}),
-            AuditEntry(namespace, "update", new.id, actor, reason, details={"supersedes": old.id}),
-            *evictions,
-        ]
-        link = Edge(namespace, new.id, old.id, EdgeType.SUPERSEDES, metadata={"on": "update"})
-        try:  # RequireCurrent re-checks inside the write transaction: a concurrent update loses cleanly
-            self.store.batch(
-                [
-                    RequireCurrent(namespace, old.id),
-                    PutRecords((retired, new, *moved)),
-                    *([PutEdges((link,))] if self.config.graph.edges_on_write else []),
-                    *(_AppendAudit(a) for a in audit),
-                ]
-            )
-        except BaseException:
-            self._hot.pop(namespace, None)
-            raise
-        return new.id
+        for attempt in range(1, DEDUPE_ATTEMPTS + 1):
+            old = self.get(id, namespace=namespace)
+            if not old.is_current:
+                raise InvalidInput(f"id {id} is superseded by {old.superseded_by}; update the current version")
+            check_actor(self, "update", [old], namespace=namespace, actor=actor, reason=reason)
+            new = draft_update(old, content, fields, self.config)
+            (new,) = self._embed([new])
+            retired = old.evolve(superseded_by=new.id)
+            moved: list[MemoryRecord] = []
+            evictions: list[AuditEntry] = []
+            if self.budget is not None:  # the new version is checked against the budget like an add
+                self._hot.pop(namespace, None)
+                (new,), moved, evictions = self._apply_budget(
+                    namespace, [new], actor=actor, trigger="update", exclude=frozenset({old.id})
+                )
+            audit = [
+                AuditEntry(namespace, "supersede", old.id, actor, reason, details={"superseded_by": new.id}),
+                AuditEntry(namespace, "update", new.id, actor, reason, details={"supersedes": old.id}),
+                *evictions,
+            ]
+            link = Edge(namespace, new.id, old.id, EdgeType.SUPERSEDES, metadata={"on": "update"})
+            try:  # RequireCurrent re-checks inside the write transaction: a concurrent update loses cleanly
+                self.store.batch(
+                    [
+                        RequireCurrent(namespace, old.id),
+                        # written back whole: the old version moved, or a record evicted for the new one
+                        # deleted, superseded or moved by another writer since it was read, must not come
+                        # back (or be made current again) from the stale copy
+                        RequireUnchanged(namespace, old.id, old.tier),
+                        *(RequireUnchanged(namespace, r.id) for r in moved),
+                        PutRecords((retired, new, *moved)),
+                        *([PutEdges((link,))] if self.config.graph.edges_on_write else []),
+                        *(_AppendAudit(a) for a in audit),
+                    ]
+                )
+            except WriteConflict:
+                self._hot.pop(namespace, None)
+                if attempt == DEDUPE_ATTEMPTS:
+                    raise
+                continue
+            except BaseException:
+                self._hot.pop(namespace, None)
+                raise
+            return new.id
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def delete(self, id: str, *, namespace: str, actor: str = "user", reason: str = "") -> int:
         """Purge a memory, every version of it and every part of a split text, from every table,

@@ -45,6 +45,7 @@ from retain.store.base import RecordFilter, ScoredId, Store
 
 __all__ = [
     "CORE_POOL",
+    "MAX_POOL_SETTING",
     "RECENT_POOL",
     "STATE_PARTS",
     "STATE_POOL",
@@ -58,7 +59,9 @@ __all__ = [
 ]
 
 STATE_POOL = 20
-"""Records a state brings into a search pool per state vector (:data:`STATE_PARTS`)."""
+"""Records a state brings into a search pool per state vector (:data:`STATE_PARTS`). This and
+:data:`CORE_POOL`, :data:`RECENT_POOL` are read by every search with a state, which raises
+:class:`~retain.errors.InvalidInput` unless each is an int from 0 to :data:`MAX_POOL_SETTING`."""
 STATE_PARTS: tuple[str, ...] = ("whole",)
 """The parts of an encoded state (:class:`~retain.state.EncodedState` fields) whose nearest records join
 a state-adaptive search's pool; each costs a scan of the namespace's embeddings when the state is new.
@@ -307,16 +310,39 @@ def state_pool(
     """Ids the state brings into the pool: the records nearest to each of its parts ``names``
     (default :data:`STATE_PARTS`, checked); the core tier (mandatory records); the newest records."""
     names = state_parts() if names is None else names
+    per_part, core_limit, recent = (_pool_size(n, v) for n, v in _pool_settings())
     parts = [v for v in (getattr(encoded, name) for name in names) if v.any()]
     ids: list[str] = []
-    if parts:  # one scan of the stored embeddings for all parts
-        for hits in store.search_vectors(namespace, np.stack(parts), flt, STATE_POOL):
+    if parts and per_part:  # one scan of the stored embeddings for all parts
+        for hits in store.search_vectors(namespace, np.stack(parts), flt, per_part):
             ids += [h.id for h in hits]
     core = replace(flt, tiers=tuple(t for t in (flt.tiers or tuple(Tier)) if t is Tier.CORE))
-    if core.tiers:
-        ids += store.list_ids(namespace, core, limit=CORE_POOL, order="recent")
-    ids += store.list_ids(namespace, flt, limit=RECENT_POOL, order="recent")
+    if core.tiers and core_limit:
+        ids += store.list_ids(namespace, core, limit=core_limit, order="recent")
+    if recent:
+        ids += store.list_ids(namespace, flt, limit=recent, order="recent")
     return ids
+
+
+MAX_POOL_SETTING = 1_000_000
+"""Largest value :data:`STATE_POOL`, :data:`CORE_POOL` and :data:`RECENT_POOL` may be set to."""
+
+
+def _pool_settings() -> tuple[tuple[str, object], ...]:
+    return (("STATE_POOL", STATE_POOL), ("CORE_POOL", CORE_POOL), ("RECENT_POOL", RECENT_POOL))
+
+
+def _pool_size(name: str, value: object) -> int:
+    """A pool-size setting as it is now (a caller may have set it), checked like :func:`state_parts`.
+
+    Raises:
+        InvalidInput: not an int (bool, float, str, None included) or outside 0 .. :data:`MAX_POOL_SETTING`.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_POOL_SETTING:
+        raise InvalidInput(
+            f"retain.pool.{name}: must be an int from 0 to {MAX_POOL_SETTING:,} (records), got {value!r}"
+        )
+    return value
 
 
 def state_parts() -> tuple[str, ...]:

@@ -31,7 +31,7 @@ This module works on whole segments:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -41,11 +41,11 @@ import numpy.typing as npt
 from retain.basis import Encoder
 from retain.budget import is_mandatory
 from retain.canary import is_canary
-from retain.errors import InvalidInput
+from retain.errors import InvalidInput, WriteConflict
 from retain.record import MemoryRecord, MemoryType, Tier, new_id, speaker_of, validate_namespace
 from retain.redaction import redact_record
 from retain.retrieve import Hit
-from retain.store.base import ALL_RECORDS, HOT_TIERS, AuditEntry, RecordFilter, ScoredId, Store
+from retain.store.base import ALL_RECORDS, HOT_TIERS, AuditEntry, RecordFilter, RequireUnchanged, ScoredId, Store
 
 if TYPE_CHECKING:
     from retain.memory import Memory
@@ -296,11 +296,37 @@ def summarize(
     """Summarise ``segment`` and store the summary record (see the module docstring); a previous
     summary of the segment is superseded by the new one. Returns the stored record.
 
+    The previous summary and the turns summarised are re-checked in the write transaction
+    (:class:`~retain.store.base.RequireUnchanged`): when another writer deletes or supersedes one in
+    between, nothing is written and the summary is made again from the segment as it is now (up to
+    :data:`~retain.memory.DEDUPE_ATTEMPTS`).
+
     Raises:
         InvalidInput: bad namespace or segment; the segment holds no turns; the summariser returned
             an empty text.
+        WriteConflict: other writers changed the segment on every attempt; nothing written.
     """
     segment = _check_segment(namespace, segment)
+    return _retried(lambda: _summarize_once(memory, namespace, segment, summariser, actor))
+
+
+def _retried(attempt_once: Callable[[], MemoryRecord]) -> MemoryRecord:
+    """``attempt_once()``, run again on WriteConflict (a guarded write found the segment changed since
+    it was read), up to :data:`~retain.memory.DEDUPE_ATTEMPTS` times."""
+    from retain.memory import DEDUPE_ATTEMPTS
+
+    for attempt in range(1, DEDUPE_ATTEMPTS + 1):
+        try:
+            return attempt_once()
+        except WriteConflict:
+            if attempt == DEDUPE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _summarize_once(
+    memory: Memory, namespace: str, segment: str, summariser: Summariser | None, actor: str
+) -> MemoryRecord:
     turns = segment_turns(memory.store, namespace, segment)
     if not turns:
         raise InvalidInput(f"segment {segment!r}: no records in namespace {namespace!r}")
@@ -326,7 +352,14 @@ def summarize(
         f"summary of segment {segment!r} ({len(turns)} records)",
         details={"turns": len(turns), "method": record.metadata["method"], "supersedes": old.id if old else None},
     )
-    memory.store.put([record, *retired], [entry])
+    # the summary is made from these turns and supersedes this old summary: a turn deleted or superseded
+    # by another writer since must not live on in it, an old summary deleted or superseded since must not
+    # come back from the stale copy
+    guards = [
+        *([RequireUnchanged(namespace, old.id, old.tier)] if old is not None else []),
+        *(RequireUnchanged(namespace, t.id) for t in turns),
+    ]
+    memory.store.put([record, *retired], [entry], require=guards)
     if old is not None and old.tier is not Tier.ARCHIVE:
         memory._hot.pop(namespace, None)
     return record
@@ -347,10 +380,22 @@ def compress(
     the segment's hot, non-mandatory turns move to the archive tier in the same transaction, each
     audited as "archive" with reason "compressed into summary <id>". Returns the summary record.
 
+    The turns moved, the turns summarised and the previous summary are re-checked in the write
+    transaction (:class:`~retain.store.base.RequireUnchanged`): when another writer deletes,
+    supersedes or moves one in between, nothing is written and the compression runs again on the
+    segment as it is now (up to :data:`~retain.memory.DEDUPE_ATTEMPTS`).
+
     Raises:
         InvalidInput: bad namespace or segment; the segment has no hot turn that may move.
+        WriteConflict: other writers changed the segment on every attempt; nothing written.
     """
     segment = _check_segment(namespace, segment)
+    return _retried(lambda: _compress_once(memory, namespace, segment, summariser, actor))
+
+
+def _compress_once(
+    memory: Memory, namespace: str, segment: str, summariser: Summariser | None, actor: str
+) -> MemoryRecord:
     hot = segment_turns(memory.store, namespace, segment, tiers=HOT_TIERS)
     movable = [t for t in hot if not is_mandatory(t) and not t.pinned]
     if not movable:
@@ -397,9 +442,16 @@ def compress(
             for t in movable
         ),
     ]
+    # written back whole (moved) or summarised: none deleted, superseded or moved by another writer since
+    # it was read may come back from a stale copy or live on in the summary
+    guards = [
+        *([RequireUnchanged(namespace, old.id, old.tier)] if old is not None else []),
+        *(RequireUnchanged(namespace, t.id, t.tier) for t in movable),
+        *(RequireUnchanged(namespace, t.id) for t in turns if t.id not in movable_ids),
+    ]
     memory._hot.pop(namespace, None)
     try:
-        memory.store.put([record, *retired, *moved], audit)
+        memory.store.put([record, *retired, *moved], audit, require=guards)
     finally:
         memory._hot.pop(namespace, None)  # the hot set is rebuilt from the store on the next add
     return record

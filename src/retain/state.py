@@ -64,6 +64,8 @@ def _text(value: Any, name: str) -> str | None:
             value = str(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str))
         except (TypeError, ValueError, RecursionError) as exc:  # too deep, or keys of mixed types
             raise InvalidInput(f"state.{name}: not renderable as text ({exc})") from exc
+        except Exception as exc:  # an object whose __str__ raises: a caller's error, refused at the boundary
+            raise InvalidInput(f"state.{name}: not renderable as text (its str() raised {type(exc).__name__})") from exc
     value = value.strip()
     if not value:
         return None
@@ -74,6 +76,18 @@ def _text(value: Any, name: str) -> str | None:
     except UnicodeEncodeError as exc:
         raise InvalidInput(f"state.{name}: not valid Unicode text (lone surrogate)") from exc
     return str(value)
+
+
+def _key(key: Any, name: str) -> str:
+    """A state mapping key as text; a key whose ``str()`` raises is refused."""
+    if isinstance(key, str):
+        return key
+    try:
+        return str(key)
+    except Exception as exc:  # an object whose __str__ raises
+        raise InvalidInput(
+            f"state.{name}: a key is not renderable as text (its str() raised {type(exc).__name__})"
+        ) from exc
 
 
 def _texts(value: Any, name: str) -> tuple[str, ...]:
@@ -147,11 +161,11 @@ class AgentState:
         open_questions = _texts(data.get("uncertain", ()), "uncertain") + _texts(
             data.get("open_questions", ()), "open_questions"
         )
-        extra = {str(k): v for k, v in data.items() if k not in _KNOWN_KEYS}
+        extra = {_key(k, "key"): v for k, v in data.items() if k not in _KNOWN_KEYS}
         given = data.get("features") or {}
         if not isinstance(given, Mapping):
             raise InvalidInput(f"state.features: expected a mapping, got {type(given).__name__}")
-        features = {str(k): v for k, v in given.items()} | extra
+        features = {_key(k, "features key"): v for k, v in given.items()} | extra
         if len(features) > MAX_ITEMS:
             raise InvalidInput(f"state.features: {len(features)} entries, limit is {MAX_ITEMS}")
         for key, value in features.items():
