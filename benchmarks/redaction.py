@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from retain import HashingEncoder, Memory
-from retain.privacy import detect
+from retain.privacy import _window_phones, detect
 from retain.redaction import redact_text
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, output in outputs.items():
             leaks[name] += [f"{ns}: {s!r}" for s in sorted(secrets) if occurs(s, output)]
         redact_text.cache_clear()  # cold: every hit is scanned afresh
+        _window_phones.cache_clear()  # phone windows too
         for allow_raw, key in ((False, "redacted"), (True, "raw")):
             t0 = time.perf_counter()
             for event in scenario["events"]:

@@ -222,3 +222,29 @@ def test_working_tier_holds_the_newest_and_the_current_phase() -> None:
     assert not [i for i in small.items if i.why == "working"]
     with pytest.raises(InvalidInput, match="working"):
         mem.context("ok", namespace="w", budget_tokens=500, working=-1)
+
+
+def test_a_large_state_is_redacted_in_the_provenance_phone_email_and_secret() -> None:
+    """The state stored with the provenance holds no raw phone number, e-mail or key, in any text
+    of a large state whose texts repeat the same numbers (matched once per phone window, memoised),
+    in keys as in values, in a decimal's neighbourhood the number still counts as a decimal."""
+    phone, email, key = "+44 20 7946 0958", "dana@example.org", "sk-test-ABC123"
+    facts = f"Call {phone} or mail {email} with key {key}; booking ref 88412207, price 0.268435456 EUR. "
+    state = {
+        "phase": f"phase: {facts}",
+        "subgoals": [f"goal {i}: {facts * 3}" for i in range(50)],
+        "constraints": {f"call {phone} #{i}": f"c{i}: {facts * 5}" for i in range(300)},
+        "uncertain": [f"q {i}: ring (415) 555-2671?" for i in range(50)],
+        "last_result": f"done; phone {phone}",
+    }
+    with Memory(encoder=HashingEncoder(64), state_scorer=False) as mem:
+        filled(mem)
+        for _ in range(2):  # the second call is served from the memo: it must redact the same
+            ctx = mem.context("museum tour", namespace=NS, working=0, budget_tokens=45, state=state, k=8)
+            stored = json.dumps(mem.explain(ctx.provenance_id).state, ensure_ascii=False)
+            for raw in (phone, email, key, "7946 0958", "555-2671"):
+                assert raw not in stored
+            assert stored.count("[PHONE]") >= 1 + 50 * 3 + 300 * 6 + 50 + 1
+            assert "[EMAIL]" in stored and "[API_KEY]" in stored
+            assert "0.268435456" in stored  # a decimal is not a phone number: nothing widened either
+            assert len(mem.explain(ctx.provenance_id).state["constraints"]) == 300  # keys stay distinct

@@ -455,3 +455,38 @@ def test_shared_scenarios_load_and_replay():
                 assert len(row["top10"]) == len(set(row["top10"])) <= 10
                 assert set(row["top10"]) <= {e.id for s in scenarios if s.id == sc["id"] for e in s.events}
     assert 0.0 <= full["overall"]["type_accuracy"] <= 1.0
+
+
+class _CountingEncoder(HashingEncoder):
+    """HashingEncoder(384) that counts every text it embeds (384: the shipped state scorer's width)."""
+
+    def __init__(self) -> None:
+        super().__init__(384)
+        self.texts: list[str] = []
+
+    def encode(self, texts):  # type: ignore[no-untyped-def]
+        self.texts.extend(texts)
+        return super().encode(texts)
+
+
+@pytest.mark.skipif(not SHARED_SCENARIOS.is_dir(), reason="shared scenarios not present")
+def test_trace_embeds_no_more_than_one_scenario_of_eval(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``retain trace`` replays its scenario once: each event and each probe query embedded once,
+    no text more often than ``run_scenarios`` embeds it for the same scenario (counted work, not time)."""
+    from collections import Counter
+
+    import retain.cli
+
+    path = SHARED_SCENARIOS / "travel-valmora-family-001.json"
+    sc = load_scenario(path)
+    counted = _CountingEncoder()
+    monkeypatch.setattr(retain.cli, "make_encoder", lambda name: counted)
+    result = CliRunner().invoke(app, ["trace", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("missed needed:") == len(sc.probes)
+    in_eval = _CountingEncoder()
+    run_scenarios([sc], in_eval, retrievers=("state",), progress=False)
+    traced, evaluated = Counter(counted.texts), Counter(in_eval.texts)
+    assert not traced - evaluated, traced - evaluated  # nothing embedded that eval does not, or more often
+    assert len(counted.texts) <= len(in_eval.texts)
+    assert sum(traced[p.query] for p in sc.probes) <= len(sc.probes)

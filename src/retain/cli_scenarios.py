@@ -157,6 +157,7 @@ def trace(
     from retain.cli import make_encoder
     from retain.eval.scenario_runner import add_event, get_retriever, source_prefix
     from retain.eval.scenarios import load_scenario
+    from retain.eval.streams import CachingEncoder
 
     try:
         sc = load_scenario(scenario)
@@ -164,7 +165,8 @@ def trace(
         if not sc.probes:
             console.print(f"{scenario}: scenario {sc.id} has no probes, nothing to trace ({len(sc.events)} events)")
             return
-        mem = Memory(encoder=make_encoder(encoder))
+        # as the runner does: a text seen before (a repeated probe query, state part or event) is embedded once
+        mem = Memory(encoder=CachingEncoder(make_encoder(encoder)))
     except RetainError as exc:
         err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
         raise typer.Exit(code=2) from exc

@@ -408,23 +408,43 @@ def _has_plus(window: str) -> bool:
     return "+" in window or "\uff0b" in window  # ASCII or full-width plus
 
 
-def _phones(text: str) -> Iterator[Finding]:
+_PHONE_MEMO_SIZE = 32_768
+"""Phone windows whose matcher results :func:`_window_phones` keeps (windows are at most
+:data:`_PHONE_WINDOW` characters)."""
+
+
+@functools.lru_cache(maxsize=_PHONE_MEMO_SIZE)
+def _window_phones(window: str) -> tuple[tuple[int, int, str], ...]:
+    """The phone matches in one window, as ``(start, end, detector)`` offsets into the window.
+
+    A pure function of the window text (libphonenumber's matcher reads nothing else), so it is
+    memoised: the same digit run in the same few characters of context -- a booking reference or a
+    number repeated across the texts of a large agent state, a conversation replayed -- is matched
+    once. What the caller does with the matches (the decimal check, which reads the text around the
+    window) is not memoised.
+    """
     from phonenumbers import Leniency, PhoneNumberMatcher, ValidationResult, is_possible_number_with_reason
 
+    found: list[tuple[int, int, str]] = []
+    for region in PHONE_REGIONS:
+        for match in PhoneNumberMatcher(window, region, leniency=Leniency.STRICT_GROUPING):
+            found.append((match.start, match.end, "phonenumbers"))
+    # "+CC ..." in a range libphonenumber does not know yet: keep when the length is possible for
+    # that country (not only as a local number) and no minus sign reads it as "+12 -3" diff counts.
+    for match in PhoneNumberMatcher(window, "ZZ", leniency=Leniency.POSSIBLE) if _has_plus(window) else ():
+        raw = match.raw_string
+        if not raw.startswith("+") or _MINUS.search(raw):
+            continue
+        if is_possible_number_with_reason(match.number) == ValidationResult.IS_POSSIBLE:
+            found.append((match.start, match.end, "phonenumbers:possible"))
+    return tuple(found)
+
+
+def _phones(text: str) -> Iterator[Finding]:
     for offset, window in _phone_windows(text):
-        for region in PHONE_REGIONS:
-            for match in PhoneNumberMatcher(window, region, leniency=Leniency.STRICT_GROUPING):
-                start, end = offset + match.start, offset + match.end
-                if not _is_decimal(text, start, end):
-                    yield Finding("phone", start, end, "phonenumbers")
-        # "+CC ..." in a range libphonenumber does not know yet: keep when the length is possible for
-        # that country (not only as a local number) and no minus sign reads it as "+12 -3" diff counts.
-        for match in PhoneNumberMatcher(window, "ZZ", leniency=Leniency.POSSIBLE) if _has_plus(window) else ():
-            raw = match.raw_string
-            if not raw.startswith("+") or _MINUS.search(raw):
-                continue
-            if is_possible_number_with_reason(match.number) == ValidationResult.IS_POSSIBLE:
-                yield Finding("phone", offset + match.start, offset + match.end, "phonenumbers:possible")
+        for start, end, detector in _window_phones(window):
+            if detector == "phonenumbers:possible" or not _is_decimal(text, offset + start, offset + end):
+                yield Finding("phone", offset + start, offset + end, detector)
 
 
 # --- keys, tokens, passwords -------------------------------------------------------------------------
