@@ -63,3 +63,13 @@ def memory(make_store: StoreFactory, tmp_path: Path, encoder: HashingEncoder) ->
     mem = Memory(store=make_store(tmp_path / "memory"), encoder=encoder)
     yield mem
     mem.close()
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[Memory, Memory]]:
+    """Two Memory objects, each with its own connection, on one SQLite file (the concurrent-writer tests)."""
+    path = tmp_path / "shared.db"
+    a, b = Memory(path, encoder=HashingEncoder(TEST_DIM)), Memory(path, encoder=HashingEncoder(TEST_DIM))
+    yield a, b
+    a.close()
+    b.close()

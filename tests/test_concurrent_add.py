@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +24,6 @@ from retain.store.base import FindByHash, Op
 
 DIM = 64
 NS = "shared"
-
-
-@pytest.fixture
-def pair(tmp_path: Path) -> Iterator[tuple[Memory, Memory]]:
-    """Two Memory objects, each with its own connection, on one SQLite file."""
-    path = tmp_path / "shared.db"
-    a, b = Memory(path, encoder=HashingEncoder(DIM)), Memory(path, encoder=HashingEncoder(DIM))
-    yield a, b
-    a.close()
-    b.close()
 
 
 def copies(mem: Memory, text: str) -> list[str]:

@@ -8,7 +8,7 @@ record between this one's read and its write (a hook on the first store's ``put`
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +24,6 @@ from retain.store.base import DeleteRecords, Op, PutRecords
 
 DIM = 64
 NS = "shared"
-
-
-@pytest.fixture
-def pair(tmp_path: Path) -> Iterator[tuple[Memory, Memory]]:
-    """Two Memory objects, each with its own connection, on one SQLite file."""
-    path = tmp_path / "shared.db"
-    a, b = Memory(path, encoder=HashingEncoder(DIM)), Memory(path, encoder=HashingEncoder(DIM))
-    yield a, b
-    a.close()
-    b.close()
 
 
 def before_write(monkeypatch: pytest.MonkeyPatch, mem: Memory, then: Any) -> None:
