@@ -211,3 +211,41 @@ def test_untrusted_forget_racing_a_pin_does_not_purge_the_pinned_record(
     assert report.deleted == () and report.refused == (rid,)
     assert a.get(rid, namespace=NS).pinned
     assert [e["details"]["outcome"] for e in a.store.audit_log(NS) if e["op"] == "forget"] == ["refused"]
+
+
+# --- the retry every read-then-write path shares -------------------------------------------------
+
+
+def test_retry_on_conflict_runs_again_on_write_conflict_only_and_at_most_write_attempts_times() -> None:
+    from retain.errors import InvalidInput, WriteConflict
+    from retain.store.base import WRITE_ATTEMPTS, retry_on_conflict
+
+    calls: list[int] = []
+
+    def conflicts_twice() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise WriteConflict("changed meanwhile")
+        return "written"
+
+    assert retry_on_conflict(conflicts_twice) == "written" and len(calls) == 3
+
+    calls.clear()
+
+    def always() -> str:
+        calls.append(1)
+        raise WriteConflict(f"attempt {len(calls)}")
+
+    with pytest.raises(WriteConflict, match=f"attempt {WRITE_ATTEMPTS}$"):
+        retry_on_conflict(always)
+    assert len(calls) == WRITE_ATTEMPTS
+
+    calls.clear()
+
+    def bad_input() -> str:
+        calls.append(1)
+        raise InvalidInput("not a conflict")
+
+    with pytest.raises(InvalidInput, match="not a conflict"):
+        retry_on_conflict(bad_input)
+    assert len(calls) == 1  # only a conflict is retried

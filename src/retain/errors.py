@@ -36,7 +36,9 @@ class WriteConflict(InvalidInput):
     """A batch guarded by :class:`~retain.store.base.RequireUnchanged` (or
     :class:`~retain.store.base.RequireUnique`) found that what the caller read before writing no
     longer holds: another connection or process deleted, superseded or moved a record since. The
-    whole batch rolled back: nothing was written; reading again and retrying is safe.
+    whole batch rolled back: nothing was written; reading again and retrying is safe for the store
+    (an operation with effects outside it, such as ``Memory.feedback``'s step of the in-process
+    utility model, says so in its docstring).
     """
 
 

@@ -36,7 +36,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from retain.canary import is_canary
-from retain.errors import InvalidInput, RecordNotFound, WriteConflict
+from retain.errors import InvalidInput, RecordNotFound
 from retain.lexical import query_terms
 from retain.record import MemoryRecord, utcnow, validate_namespace
 from retain.store.base import (
@@ -48,6 +48,7 @@ from retain.store.base import (
     RecordFilter,
     RequireUnchanged,
     Store,
+    retry_on_conflict,
 )
 
 if TYPE_CHECKING:
@@ -611,7 +612,7 @@ def propagate_importance(
 
     Each record is written back only if still as read (:class:`~retain.store.base.RequireUnchanged`):
     when another writer deletes, supersedes or moves one in between, nothing is written and the
-    propagation runs again on the store as it is now (up to :data:`~retain.memory.DEDUPE_ATTEMPTS`).
+    propagation runs again on the store as it is now (up to :data:`~retain.store.base.WRITE_ATTEMPTS`).
 
     Raises:
         InvalidInput: bad seeds (see :func:`graph_importance`), ``mix`` outside [0, 1].
@@ -620,17 +621,15 @@ def propagate_importance(
     validate_namespace(namespace)
     if isinstance(mix, bool) or not isinstance(mix, int | float) or not 0.0 <= mix <= 1.0:
         raise InvalidInput(f"mix: must be in [0, 1], got {mix!r}")
-    from retain.memory import DEDUPE_ATTEMPTS
 
-    given = seeds
-    for attempt in range(1, DEDUPE_ATTEMPTS + 1):
-        seeds = given
-        if seeds is None:
+    def once() -> dict[str, float]:  # a WriteConflict: the next pass propagates over the graph as it is now
+        weights = seeds
+        if weights is None:
             used = memory.store.list_records(namespace, RecordFilter(tiers=None))
-            seeds = {r.id: float(r.access_count) for r in used if r.access_count > 0}
-            if not seeds:
+            weights = {r.id: float(r.access_count) for r in used if r.access_count > 0}
+            if not weights:
                 return {}
-        scores = graph_importance(memory.store, namespace, seeds, alpha)
+        scores = graph_importance(memory.store, namespace, weights, alpha)
         top = max(scores.values())
         reached = [rid for rid, s in scores.items() if s > 0]
         records = memory.store.get(namespace, reached)
@@ -656,11 +655,7 @@ def propagate_importance(
             )
         if not changed:
             return {}
-        try:
-            memory.store.put(changed, audit, require=guards)
-        except WriteConflict:  # read again: the next pass propagates over the graph as it is now
-            if attempt == DEDUPE_ATTEMPTS:
-                raise
-            continue
+        memory.store.put(changed, audit, require=guards)
         return {r.id: r.importance for r in changed}
-    raise AssertionError("unreachable")  # pragma: no cover
+
+    return retry_on_conflict(once)

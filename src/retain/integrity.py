@@ -26,10 +26,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from retain.budget import is_mandatory
-from retain.errors import Forbidden, InvalidInput, WriteConflict
+from retain.errors import Forbidden, InvalidInput
 from retain.record import MemoryRecord, Tier, validate_namespace
 from retain.redaction import scrub
-from retain.store.base import AppendAudit, AuditEntry, DeleteRecords, PutRecords, RecordFilter, RequireUnchanged
+from retain.store.base import (
+    AppendAudit,
+    AuditEntry,
+    DeleteRecords,
+    PutRecords,
+    RecordFilter,
+    RequireUnchanged,
+    retry_on_conflict,
+)
 
 if TYPE_CHECKING:
     from retain.memory import Memory
@@ -195,7 +203,7 @@ def forget(mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason:
 
     The versions are re-checked in the purge's transaction (:class:`~retain.store.base.RequireUnchanged`):
     when another writer adds a version, pins or moves one in between, nothing is written and the
-    forget starts over on the store as it is (up to :data:`~retain.memory.DEDUPE_ATTEMPTS`).
+    forget starts over on the store as it is (up to :data:`~retain.store.base.WRITE_ATTEMPTS`).
 
     Raises:
         InvalidInput: empty ``query_or_id``, ``k`` < 1, bad namespace, or a query (not an id) on a store
@@ -207,16 +215,10 @@ def forget(mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason:
         raise InvalidInput("query_or_id: required, a non-empty string")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInput(f"k: must be an int >= 1, got {k!r}")
-    from retain.memory import DEDUPE_ATTEMPTS
-
     trusted = is_trusted(actor, mem.config.trusted_actors)
-    for attempt in range(1, DEDUPE_ATTEMPTS + 1):
-        try:
-            return _forget_once(mem, query_or_id, namespace=namespace, actor=actor, reason=reason, k=k, trusted=trusted)
-        except WriteConflict:
-            if attempt == DEDUPE_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
+    return retry_on_conflict(
+        lambda: _forget_once(mem, query_or_id, namespace=namespace, actor=actor, reason=reason, k=k, trusted=trusted)
+    )
 
 
 def _forget_once(

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from retain import integrity
 from retain.basis import Encoder, MiniLMEncoder
 from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
-from retain.errors import EncoderMismatch, Forbidden, InvalidInput, RecordNotFound, WriteConflict
+from retain.errors import EncoderMismatch, Forbidden, InvalidInput, RecordNotFound
 from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
 from retain.ingest import (
     check_text,
@@ -73,6 +73,7 @@ from retain.store.base import (
     RequireCurrent,
     RequireUnchanged,
     Store,
+    retry_on_conflict,
 )
 from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
@@ -87,12 +88,7 @@ if TYPE_CHECKING:
     from retain.segments import Summariser
     from retain.utility import UtilityModel
 
-__all__ = ["DEDUPE_ATTEMPTS", "DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
-
-DEDUPE_ATTEMPTS = 5
-"""Most times one :meth:`Memory.add_many` looks up duplicates and writes: a write refused because
-another writer stored one of its texts after the look-up, or deleted, superseded or moved a record
-the look-up found, starts over (the next look-up sees the change)."""
+__all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,7 +358,7 @@ class Memory:
             Forbidden: ``pinned=True`` from an actor outside ``config.trusted_actors`` (audited;
                 nothing is written).
             WriteConflict: other writers kept storing this text (DuplicateContent) or changing
-                the records it found between look-up and write (:data:`DEDUPE_ATTEMPTS` times in a
+                the records it found between look-up and write (:data:`~retain.store.base.WRITE_ATTEMPTS` times in a
                 row); nothing is written.
         """
         item = NewMemory(
@@ -402,7 +398,7 @@ class Memory:
         writers on other connections or processes adding the same text at once store it once. When
         another writer stored one of the texts after this call looked, nothing of this call is
         written and it starts over from the look-up (it then returns that record's id), up to
-        :data:`DEDUPE_ATTEMPTS` times. The existing records the look-up found are guarded the same
+        :data:`~retain.store.base.WRITE_ATTEMPTS` times. The existing records the look-up found are guarded the same
         way (:class:`~retain.store.base.RequireUnchanged`): one deleted or superseded meanwhile is
         neither restored from a stale copy nor returned as the id of an item; the call starts over.
         So are the records it supersedes, merges paraphrases into or evicts: none deleted or
@@ -412,7 +408,7 @@ class Memory:
             InvalidInput, TextTooLong: as :meth:`add`, naming the index of the bad item.
             WriteConflict: (an InvalidInput) other writers stored texts of this call
                 (DuplicateContent) or changed records it found again on each of
-                :data:`DEDUPE_ATTEMPTS` attempts; nothing was written.
+                :data:`~retain.store.base.WRITE_ATTEMPTS` attempts; nothing was written.
         """
         validate_namespace(namespace)
         _check_actor(actor)
@@ -427,13 +423,8 @@ class Memory:
                 drafts.append(draft(item, namespace, self.config))
             except InvalidInput as exc:
                 raise type(exc)(f"item {i}: {exc}") from exc
-        for attempt in range(1, DEDUPE_ATTEMPTS + 1):
-            try:
-                return self._write_drafts(namespace, actor, parsed, drafts, used)
-            except WriteConflict:  # another writer stored one of these texts, or changed a record found, since
-                if attempt == DEDUPE_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        # another writer may store one of these texts, or change a record found, between look-up and write
+        return retry_on_conflict(lambda: self._write_drafts(namespace, actor, parsed, drafts, used))
 
     def _write_drafts(
         self,
@@ -699,10 +690,11 @@ class Memory:
             BudgetInfeasible: with a budget, the new version is mandatory and does not fit.
             WriteConflict: on every attempt another writer deleted, superseded or moved a record the
                 budget evicted (or moved the old version) between the read and the write; nothing
-                written. Each attempt reads again (up to :data:`DEDUPE_ATTEMPTS`).
+                written. Each attempt reads again (up to :data:`~retain.store.base.WRITE_ATTEMPTS`).
         """
         reason = scrub(reason)  # the audit log never holds a raw secret
-        for attempt in range(1, DEDUPE_ATTEMPTS + 1):
+
+        def once() -> str:
             old = self.get(id, namespace=namespace)
             if not old.is_current:
                 raise InvalidInput(f"id {id} is superseded by {old.superseded_by}; update the current version")
@@ -737,16 +729,12 @@ class Memory:
                         *(_AppendAudit(a) for a in audit),
                     ]
                 )
-            except WriteConflict:
-                self._hot.pop(namespace, None)
-                if attempt == DEDUPE_ATTEMPTS:
-                    raise
-                continue
-            except BaseException:
+            except BaseException:  # a WriteConflict too: the next attempt reads the store as it is now
                 self._hot.pop(namespace, None)
                 raise
             return new.id
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        return retry_on_conflict(once)
 
     def delete(self, id: str, *, namespace: str, actor: str = "user", reason: str = "") -> int:
         """Purge a memory, every version of it and every part of a split text, from every table,
@@ -756,7 +744,7 @@ class Memory:
 
         The versions are re-checked in the purge's transaction: when another writer adds a version
         (or pins or moves one) between the look-up and the purge, the delete starts over and purges
-        that version too (up to :data:`DEDUPE_ATTEMPTS` times).
+        that version too (up to :data:`~retain.store.base.WRITE_ATTEMPTS` times).
 
         Raises:
             RecordNotFound: no record ``id`` in ``namespace``.
@@ -764,7 +752,8 @@ class Memory:
             WriteConflict: other writers changed the versions on every attempt; nothing purged.
         """
         why = scrub(reason)
-        for attempt in range(1, DEDUPE_ATTEMPTS + 1):
+
+        def once() -> int:
             record = self.get(id, namespace=namespace)
             family = self._family(record)
             members = self.store.get(namespace, family)
@@ -774,12 +763,9 @@ class Memory:
             # another writer since would leave that new version behind, or purge what the check did not see
             guards = [RequireUnchanged(namespace, r.id, r.tier) for r in members if r.is_current]
             self._hot.pop(namespace, None)
-            try:
-                return self.store.delete(namespace, family, audit, require=guards)
-            except WriteConflict:
-                if attempt == DEDUPE_ATTEMPTS:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+            return self.store.delete(namespace, family, audit, require=guards)
+
+        return retry_on_conflict(once)
 
     def _family(self, record: MemoryRecord) -> list[str]:
         """Ids of every version and split part connected to ``record``."""

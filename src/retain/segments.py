@@ -31,7 +31,7 @@ This module works on whole segments:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -41,11 +41,20 @@ import numpy.typing as npt
 from retain.basis import Encoder
 from retain.budget import is_mandatory
 from retain.canary import is_canary
-from retain.errors import InvalidInput, WriteConflict
+from retain.errors import InvalidInput
 from retain.record import MemoryRecord, MemoryType, Tier, new_id, speaker_of, validate_namespace
 from retain.redaction import redact_record
 from retain.retrieve import Hit
-from retain.store.base import ALL_RECORDS, HOT_TIERS, AuditEntry, RecordFilter, RequireUnchanged, ScoredId, Store
+from retain.store.base import (
+    ALL_RECORDS,
+    HOT_TIERS,
+    AuditEntry,
+    RecordFilter,
+    RequireUnchanged,
+    ScoredId,
+    Store,
+    retry_on_conflict,
+)
 
 if TYPE_CHECKING:
     from retain.memory import Memory
@@ -299,7 +308,7 @@ def summarize(
     The previous summary and the turns summarised are re-checked in the write transaction
     (:class:`~retain.store.base.RequireUnchanged`): when another writer deletes or supersedes one in
     between, nothing is written and the summary is made again from the segment as it is now (up to
-    :data:`~retain.memory.DEDUPE_ATTEMPTS`).
+    :data:`~retain.store.base.WRITE_ATTEMPTS`).
 
     Raises:
         InvalidInput: bad namespace or segment; the segment holds no turns; the summariser returned
@@ -307,21 +316,7 @@ def summarize(
         WriteConflict: other writers changed the segment on every attempt; nothing written.
     """
     segment = _check_segment(namespace, segment)
-    return _retried(lambda: _summarize_once(memory, namespace, segment, summariser, actor))
-
-
-def _retried(attempt_once: Callable[[], MemoryRecord]) -> MemoryRecord:
-    """``attempt_once()``, run again on WriteConflict (a guarded write found the segment changed since
-    it was read), up to :data:`~retain.memory.DEDUPE_ATTEMPTS` times."""
-    from retain.memory import DEDUPE_ATTEMPTS
-
-    for attempt in range(1, DEDUPE_ATTEMPTS + 1):
-        try:
-            return attempt_once()
-        except WriteConflict:
-            if attempt == DEDUPE_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
+    return retry_on_conflict(lambda: _summarize_once(memory, namespace, segment, summariser, actor))
 
 
 def _summarize_once(
@@ -383,14 +378,14 @@ def compress(
     The turns moved, the turns summarised and the previous summary are re-checked in the write
     transaction (:class:`~retain.store.base.RequireUnchanged`): when another writer deletes,
     supersedes or moves one in between, nothing is written and the compression runs again on the
-    segment as it is now (up to :data:`~retain.memory.DEDUPE_ATTEMPTS`).
+    segment as it is now (up to :data:`~retain.store.base.WRITE_ATTEMPTS`).
 
     Raises:
         InvalidInput: bad namespace or segment; the segment has no hot turn that may move.
         WriteConflict: other writers changed the segment on every attempt; nothing written.
     """
     segment = _check_segment(namespace, segment)
-    return _retried(lambda: _compress_once(memory, namespace, segment, summariser, actor))
+    return retry_on_conflict(lambda: _compress_once(memory, namespace, segment, summariser, actor))
 
 
 def _compress_once(

@@ -17,20 +17,21 @@ import json
 import math
 import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from retain.errors import InvalidInput
+from retain.errors import InvalidInput, WriteConflict
 from retain.record import MemoryRecord, MemoryType, Tier, parse_tier, parse_type, utcnow, validate_namespace
 
 __all__ = [
     "ALL_RECORDS",
     "HOT_TIERS",
+    "WRITE_ATTEMPTS",
     "AppendAudit",
     "AuditEntry",
     "CountRecords",
@@ -60,6 +61,7 @@ __all__ = [
     "Store",
     "VectorSearch",
     "check_edge",
+    "retry_on_conflict",
 ]
 
 HOT_TIERS: tuple[Tier, ...] = (Tier.CORE, Tier.DYNAMIC)
@@ -334,7 +336,9 @@ class RequireUnchanged:
     (``Memory.add``: duplicates found, archived records restored, records superseded, merged into or
     evicted; ``delete``, ``feedback``, ``pin``) against a concurrent delete, update or move:
     :class:`PutRecords` writes whole records, so a stale copy would bring a purged record back or
-    undo another writer's change.
+    make a replaced version current again. It compares only existence, ``superseded_by`` and the
+    tier: two writers changing other fields of one current record in the same tier (importance,
+    access count, metadata) are not told apart, and the later write wins.
 
     Result: None. Raises WriteConflict (the batch rolls back, nothing is written)."""
 
@@ -342,6 +346,29 @@ class RequireUnchanged:
     id: str
     tier: Tier | None = None
     superseded_by: str | None = None
+
+
+WRITE_ATTEMPTS = 5
+"""Most times a read-then-write operation (``Memory.add_many``, ``update``, ``delete``, ``forget``,
+``propagate_importance``, segment summaries) runs when its guarded write (:class:`RequireUnique`,
+:class:`RequireUnchanged`) finds that another writer changed what it read: each attempt reads again."""
+
+_T = TypeVar("_T")
+
+
+def retry_on_conflict(attempt_once: Callable[[], _T]) -> _T:
+    """``attempt_once()`` (which reads, then writes under guards), run again while it raises
+    :class:`~retain.errors.WriteConflict`, up to :data:`WRITE_ATTEMPTS` times in all.
+
+    Raises:
+        WriteConflict: the last attempt's, when every attempt conflicted (nothing of it was written).
+    """
+    for _ in range(WRITE_ATTEMPTS - 1):
+        try:
+            return attempt_once()
+        except WriteConflict:
+            continue
+    return attempt_once()
 
 
 @dataclass(frozen=True, slots=True)
