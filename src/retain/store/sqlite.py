@@ -579,12 +579,9 @@ class SQLiteStore(Store):
         return [cache[i] for i in ids if i in cache]
 
     def _find_by_hash(self, op: FindByHash) -> MemoryRecord | None:
-        sql = f"SELECT {_COLUMNS} FROM records WHERE namespace = ? AND content_hash = ? AND superseded_by IS NULL"
-        params: tuple[Any, ...] = (op.namespace, op.content_hash)
-        if op.in_context:
-            sql += " AND role IS ? AND segment IS ? AND seq IS ?"
-            params += (op.role, op.segment, op.seq)
-        row = self._conn.execute(sql + " ORDER BY rowid LIMIT 1", params).fetchone()
+        where, params = _same_content(op)
+        sql = f"SELECT {_COLUMNS} FROM records WHERE {where} ORDER BY rowid LIMIT 1"
+        row = self._conn.execute(sql, params).fetchone()
         return None if row is None else _row_to_record(row)
 
     def _require_current(self, op: RequireCurrent) -> None:
@@ -612,11 +609,8 @@ class SQLiteStore(Store):
             raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
 
     def _require_unique(self, op: RequireUnique) -> None:
-        row = self._conn.execute(
-            "SELECT id FROM records WHERE namespace = ? AND content_hash = ? AND superseded_by IS NULL "
-            "AND role IS ? AND segment IS ? AND seq IS ? ORDER BY rowid LIMIT 1",
-            (op.namespace, op.content_hash, op.role, op.segment, op.seq),
-        ).fetchone()
+        where, params = _same_content(FindByHash(op.namespace, op.content_hash, True, op.role, op.segment, op.seq))
+        row = self._conn.execute(f"SELECT id FROM records WHERE {where} ORDER BY rowid LIMIT 1", params).fetchone()
         if row is not None:
             raise DuplicateContent(
                 f"namespace {op.namespace!r} already holds this content as current record {row[0]}", existing_id=row[0]
@@ -875,6 +869,16 @@ class SQLiteStore(Store):
     def _list_edges(self, op: ListEdges) -> list[Edge]:
         return list_edges(self._conn, op)
 
+
+def _same_content(op: FindByHash) -> tuple[str, tuple[Any, ...]]:
+    """The WHERE clause and parameters of the current records ``op`` looks for (one definition for the
+    duplicate look-up and the :class:`RequireUnique` guard, so the two can never disagree)."""
+    where = "namespace = ? AND content_hash = ? AND superseded_by IS NULL"
+    params: tuple[Any, ...] = (op.namespace, op.content_hash)
+    if op.in_context:
+        where += " AND role IS ? AND segment IS ? AND seq IS ?"
+        params += (op.role, op.segment, op.seq)
+    return where, params
 
 _HANDLERS: dict[type, Any] = {
     PutRecords: SQLiteStore._put,
