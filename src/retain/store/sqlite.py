@@ -880,6 +880,7 @@ def _same_content(op: FindByHash) -> tuple[str, tuple[Any, ...]]:
         params += (op.role, op.segment, op.seq)
     return where, params
 
+
 _HANDLERS: dict[type, Any] = {
     PutRecords: SQLiteStore._put,
     GetRecords: SQLiteStore._get,
