@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import traceback
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from racing import looks_up_duplicates, on_batch
 from retain.audit import verify_store
 from retain.basis import HashingEncoder
 from retain.budget import Budget
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.record import Tier, content_hash
 from retain.store import ALL_RECORDS
-from retain.store.base import FindByHash, Op
 
 DIM = 64
 NS = "shared"
@@ -36,28 +35,13 @@ def audited(mem: Memory, op: str) -> list[str | None]:
     return [e["record_id"] for e in mem.store.audit_log(NS) if e["op"] == op]
 
 
-def after_lookup(monkeypatch: pytest.MonkeyPatch, mem: Memory, then: Any) -> None:
-    """Run ``then()`` once, right after ``mem``'s first duplicate lookup has returned."""
-    batch = mem.store.batch
-    fired: list[bool] = []
-
-    def hooked(ops: Sequence[Op]) -> list[Any]:
-        result = batch(ops)
-        if not fired and any(isinstance(op, FindByHash) for op in ops):
-            fired.append(True)
-            then()
-        return result
-
-    monkeypatch.setattr(mem.store, "batch", hooked)
-
-
 def test_same_text_added_between_lookup_and_write_is_stored_once(
     pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, b = pair
     text = "The staging database password rotates every Monday."
     other: list[str] = []
-    after_lookup(monkeypatch, a, lambda: other.append(b.add(text, namespace=NS)))
+    on_batch(monkeypatch, a, lambda: other.append(b.add(text, namespace=NS)), looks_up_duplicates, after=True)
 
     mine = a.add(text, namespace=NS)
 
@@ -73,7 +57,7 @@ def test_add_many_keeps_its_other_items_when_one_races(
     a, b = pair
     raced, fresh = "Carol plays the cello.", "Dave collects stamps."
     other: list[str] = []
-    after_lookup(monkeypatch, a, lambda: other.append(b.add(raced, namespace=NS)))
+    on_batch(monkeypatch, a, lambda: other.append(b.add(raced, namespace=NS)), looks_up_duplicates, after=True)
 
     ids = a.add_many([NewMemory(raced), NewMemory(fresh), NewMemory(raced)], namespace=NS)
 
@@ -141,7 +125,7 @@ def test_archived_copy_deleted_after_lookup_is_not_resurrected(
     text = "The staging database password rotates every Monday."
     old = a.add(text, namespace=NS)
     archive(a, old)
-    after_lookup(monkeypatch, a, lambda: b.delete(old, namespace=NS))
+    on_batch(monkeypatch, a, lambda: b.delete(old, namespace=NS), looks_up_duplicates, after=True)
 
     mine = a.add(text, namespace=NS)
 
@@ -159,8 +143,12 @@ def test_archived_copy_updated_after_lookup_keeps_one_current_version(
     old = a.add(text, namespace=NS)
     archive(a, old)
     newer: list[str] = []
-    after_lookup(
-        monkeypatch, a, lambda: newer.append(b.update(old, "The staging password rotates on Fridays.", namespace=NS))
+    on_batch(
+        monkeypatch,
+        a,
+        lambda: newer.append(b.update(old, "The staging password rotates on Fridays.", namespace=NS)),
+        looks_up_duplicates,
+        after=True,
     )
 
     a.add(text, namespace=NS)
@@ -176,7 +164,7 @@ def test_duplicate_deleted_after_lookup_is_stored_again(
     a, b = pair
     text, other = "Carol plays the cello.", "Dave collects stamps."
     old = a.add(text, namespace=NS)
-    after_lookup(monkeypatch, a, lambda: b.delete(old, namespace=NS))
+    on_batch(monkeypatch, a, lambda: b.delete(old, namespace=NS), looks_up_duplicates, after=True)
 
     ids = a.add_many([NewMemory(text), NewMemory(other)], namespace=NS)
 

@@ -8,36 +8,21 @@ record between this one's read and its write (a hook on the first store's ``put`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from racing import deletes_records, on_batch, writes_records
 from retain.audit import verify_store
 from retain.basis import HashingEncoder
 from retain.budget import Budget
 from retain.memory import Memory
 from retain.segments import is_summary
 from retain.store import ALL_RECORDS
-from retain.store.base import DeleteRecords, Op, PutRecords
 
 DIM = 64
 NS = "shared"
-
-
-def before_write(monkeypatch: pytest.MonkeyPatch, mem: Memory, then: Any) -> None:
-    """Run ``then()`` once, right before ``mem``'s first batch that writes records."""
-    batch = mem.store.batch
-    fired: list[bool] = []
-
-    def hooked(ops: Sequence[Op]) -> list[Any]:
-        if not fired and any(isinstance(op, PutRecords) and op.records for op in ops):
-            fired.append(True)
-            then()
-        return batch(ops)
-
-    monkeypatch.setattr(mem.store, "batch", hooked)
 
 
 def current(mem: Memory) -> dict[str, Any]:
@@ -58,7 +43,7 @@ def test_propagate_importance_racing_a_delete_does_not_bring_the_record_back(
     used = a.add("Caroline Smith booked the tickets.", namespace=NS, importance=0.2)
     other = a.add("Caroline Smith prefers the aisle seat.", namespace=NS, importance=0.9)
     a.feedback(used, namespace=NS, used=True)
-    before_write(monkeypatch, a, lambda: b.delete(other, namespace=NS))
+    on_batch(monkeypatch, a, lambda: b.delete(other, namespace=NS), writes_records)
 
     changed = a.propagate_importance(NS)
 
@@ -77,8 +62,11 @@ def test_propagate_importance_racing_an_update_keeps_one_current_version(
     other = a.add("Caroline Smith prefers the aisle seat.", namespace=NS, importance=0.9)
     a.feedback(used, namespace=NS, used=True)
     newer: list[str] = []
-    before_write(
-        monkeypatch, a, lambda: newer.append(b.update(other, "Caroline Smith prefers the window.", namespace=NS))
+    on_batch(
+        monkeypatch,
+        a,
+        lambda: newer.append(b.update(other, "Caroline Smith prefers the window.", namespace=NS)),
+        writes_records,
     )
 
     changed = a.propagate_importance(NS)
@@ -102,7 +90,7 @@ def test_summarize_racing_a_delete_of_the_old_summary_does_not_bring_it_back(
     a, b = pair
     add_segment(a)
     old = a.summarize(NS, "s1").id
-    before_write(monkeypatch, a, lambda: b.delete(old, namespace=NS))
+    on_batch(monkeypatch, a, lambda: b.delete(old, namespace=NS), writes_records)
 
     new = a.summarize(NS, "s1")
 
@@ -119,7 +107,7 @@ def test_summarize_racing_another_summary_keeps_one_current_summary(
     add_segment(a)
     old = a.summarize(NS, "s1").id
     theirs: list[str] = []
-    before_write(monkeypatch, a, lambda: theirs.append(b.summarize(NS, "s1").id))
+    on_batch(monkeypatch, a, lambda: theirs.append(b.summarize(NS, "s1").id), writes_records)
 
     mine = a.summarize(NS, "s1")
 
@@ -134,7 +122,7 @@ def test_compress_racing_a_delete_of_a_turn_does_not_bring_it_back(
 ) -> None:
     a, b = pair
     turns = add_segment(a)
-    before_write(monkeypatch, a, lambda: b.delete(turns[1], namespace=NS))
+    on_batch(monkeypatch, a, lambda: b.delete(turns[1], namespace=NS), writes_records)
 
     summary = a.compress_segment(NS, "s1")
 
@@ -157,7 +145,7 @@ def test_record_evicted_by_update_but_deleted_meanwhile_stays_deleted(
     with Memory(path, encoder=HashingEncoder(DIM), budget=budget) as a, Memory(path, encoder=HashingEncoder(DIM)) as b:
         oldest = a.add("Alice likes green tea.", namespace=NS)
         target = a.add("Bob rides a blue bicycle.", namespace=NS)
-        before_write(monkeypatch, a, lambda: b.delete(oldest, namespace=NS))
+        on_batch(monkeypatch, a, lambda: b.delete(oldest, namespace=NS), writes_records)
 
         new = a.update(target, "Bob rides a red bicycle, and it is heavier than the blue one was.", namespace=NS)
 
@@ -170,27 +158,15 @@ def test_record_evicted_by_update_but_deleted_meanwhile_stays_deleted(
 # --- forget -------------------------------------------------------------------------------------
 
 
-def before_purge(monkeypatch: pytest.MonkeyPatch, mem: Memory, then: Any) -> None:
-    """Run ``then()`` once, right before ``mem``'s first batch that deletes records."""
-    batch = mem.store.batch
-    fired: list[bool] = []
-
-    def hooked(ops: Sequence[Op]) -> list[Any]:
-        if not fired and any(isinstance(op, DeleteRecords) for op in ops):
-            fired.append(True)
-            then()
-        return batch(ops)
-
-    monkeypatch.setattr(mem.store, "batch", hooked)
-
-
 def test_forget_purges_a_version_another_writer_added_meanwhile(
     pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, b = pair
     old = a.add("The vault code is 4411.", namespace=NS)
     newer: list[str] = []
-    before_purge(monkeypatch, a, lambda: newer.append(b.update(old, "The vault code is 9922.", namespace=NS)))
+    on_batch(
+        monkeypatch, a, lambda: newer.append(b.update(old, "The vault code is 9922.", namespace=NS)), deletes_records
+    )
 
     report = a.forget(old, namespace=NS)
 
@@ -204,7 +180,7 @@ def test_untrusted_forget_racing_a_pin_does_not_purge_the_pinned_record(
 ) -> None:
     a, b = pair
     rid = a.add("The vault code is 4411.", namespace=NS)
-    before_purge(monkeypatch, a, lambda: b.pin(rid, namespace=NS))
+    on_batch(monkeypatch, a, lambda: b.pin(rid, namespace=NS), deletes_records)
 
     report = a.forget(rid, namespace=NS, actor="tool")
 

@@ -4,11 +4,11 @@ untrusted forget requests; pin / unpin; every attempt is audited."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
+from racing import on_batch, writes_records
 from retain import BudgetInfeasible, Forbidden, HashingEncoder, Memory, MemoryConfig, MemoryType, Tier
 from retain.budget import Budget
 from retain.errors import WriteConflict
@@ -227,16 +227,8 @@ def test_pin_racing_a_delete_does_not_bring_the_record_back(tmp_path: Path, monk
     path = tmp_path / "mem.db"
     with Memory(path, encoder=HashingEncoder(64)) as a, Memory(path, encoder=HashingEncoder(64)) as b:
         rid = a.add("The vault code is 4411.", namespace=NS)
-        batch = a.store.batch
-        fired: list[bool] = []
-
-        def hooked(ops: Any) -> Any:  # the other writer purges it between the pin's read and its write
-            if not fired and any(type(o).__name__ == "PutRecords" for o in ops):
-                fired.append(True)
-                b.delete(rid, namespace=NS)
-            return batch(ops)
-
-        monkeypatch.setattr(a.store, "batch", hooked)
+        # the other writer purges it between the pin's read and its write
+        on_batch(monkeypatch, a, lambda: b.delete(rid, namespace=NS), writes_records)
 
         with pytest.raises(WriteConflict, match="deleted"):
             a.pin(rid, namespace=NS)

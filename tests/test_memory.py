@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from racing import on_batch, writes_records
 from retain.basis import HashingEncoder
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, SchemaError, WriteConflict
 from retain.memory import Memory, NewMemory
@@ -530,16 +531,8 @@ def test_feedback_racing_a_delete_does_not_bring_the_record_back(
     path = tmp_path / "mem.db"
     with Memory(path, encoder=HashingEncoder(DIM)) as a, Memory(path, encoder=HashingEncoder(DIM)) as b:
         rid = a.add("The vault code is 4411.", namespace=NS)
-        batch = a.store.batch
-        fired: list[bool] = []
-
-        def hooked(ops: Any) -> Any:  # the other writer purges it between this call's read and its write
-            if not fired and any(type(o).__name__ == "PutRecords" for o in ops):
-                fired.append(True)
-                b.delete(rid, namespace=NS)
-            return batch(ops)
-
-        monkeypatch.setattr(a.store, "batch", hooked)
+        # the other writer purges it between this call's read and its write
+        on_batch(monkeypatch, a, lambda: b.delete(rid, namespace=NS), writes_records)
 
         with pytest.raises(WriteConflict, match="deleted"):
             a.feedback(rid, namespace=NS, used=True)
