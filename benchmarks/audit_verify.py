@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from retain.audit import VerifyReport, verify_chain, verify_store
+from retain.safety.audit import VerifyReport, verify_chain, verify_store
 from retain.store.base import AppendAudit, AuditEntry
 from retain.store.sqlite import GENESIS_HASH, SQLiteStore, audit_hash
 
@@ -162,7 +162,7 @@ def main() -> None:
             f"{statistics.mean(times):>17.1f}"
         )
 
-    print("\nlimits (see retain.audit):")
+    print("\nlimits (see retain.safety.audit):")
     cut = log[:-3]
     print(
         f"  newest 3 entries removed: detected without counter {not verify_chain(cut).ok}, "

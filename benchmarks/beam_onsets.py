@@ -12,7 +12,7 @@ placed in the chat's structure and compared with what an LLM-free retrieval can 
   items"), sessions holding gold turns, sessions in the chat;
 * the rank of each gold turn among its session's user turns by the fused score of a topic search
   (``ordering_topic``, pool of 400, as ``search(order="time")`` would rank them);
-* TextTiling onsets (:mod:`retain.tiling`, over the session's user turns and over all its turns):
+* TextTiling onsets (:mod:`tiling`, over the session's user turns and over all its turns):
   the share of gold user turns that start an episode against the share of all user turns.
 
     python benchmarks/beam_onsets.py --data ../shared/data/beam/100K [--chats 1,2]
@@ -26,14 +26,14 @@ import re
 from pathlib import Path
 
 import numpy as np
+from tiling import topic_boundaries
 
-from retain.basis import MiniLMEncoder
-from retain.episodes import ASKER_ROLE, ordering_topic
+from retain.encoders.basis import MiniLMEncoder
 from retain.eval.beam import BEAM_CHAT_FILES, load_beam
 from retain.eval.beam_runner import BEAM_CONFIG, ORDERED_CATEGORY, beam_stream
 from retain.eval.streams import EVIDENCE_KEY, CachingEncoder
 from retain.memory import Memory
-from retain.tiling import topic_boundaries
+from retain.sequence.episodes import ASKER_ROLE, ordering_topic
 
 _COUNT = re.compile(r"\bONLY\s+and\s+ONLY\s+(\w+)\s+items?\b", re.IGNORECASE)
 _WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}

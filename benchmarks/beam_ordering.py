@@ -13,7 +13,7 @@ ordering retrieval) and ``time`` without one step each: the topic extraction, th
 filter, first mention within a session (best score instead); relative floors of 0 (none), 0.05 (what
 shipped before) and 0.1 (shipped: 0.02); two pool caps; superseded records searched too
 (``include_superseded=True``: the order of mentions is history);
-and ``tiled w=N``: each session cut into sub-topic episodes (:mod:`retain.tiling`, TextTiling over
+and ``tiled w=N``: each session cut into sub-topic episodes (:mod:`tiling`, TextTiling over
 the embeddings of all its turns, ``N`` turns a side, Hearst's cutoff), one pick per episode (the
 earliest candidate of the session's next episode not yet picked) instead of one per exchange.
 
@@ -29,9 +29,17 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from tiling import episode_labels
 
-from retain.basis import MiniLMEncoder
-from retain.episodes import (
+from retain.encoders.basis import MiniLMEncoder
+from retain.eval.beam import load_beam
+from retain.eval.beam_runner import BEAM_CONFIG, ORDERED_CATEGORY, beam_stream
+from retain.eval.ordering import ordering_tau, retrieved_tau
+from retain.eval.streams import EVIDENCE_KEY, ORDER_K, CachingEncoder
+from retain.memory import Memory
+from retain.record import MemoryRecord
+from retain.retrieval.fusion import Hit
+from retain.sequence.episodes import (
     ASKER_ROLE,
     EPISODE_CANDIDATES,
     EPISODE_POOL,
@@ -40,15 +48,7 @@ from retain.episodes import (
     ordering_topic,
     pick_episodes,
 )
-from retain.eval.beam import load_beam
-from retain.eval.beam_runner import BEAM_CONFIG, ORDERED_CATEGORY, beam_stream
-from retain.eval.ordering import ordering_tau, retrieved_tau
-from retain.eval.streams import EVIDENCE_KEY, ORDER_K, CachingEncoder
-from retain.memory import Memory
-from retain.record import MemoryRecord
-from retain.retrieve import Hit
-from retain.tiling import episode_labels
-from retain.timeline import event_order
+from retain.sequence.timeline import event_order
 
 Variant = Callable[[Memory, str, str], list[Hit]]
 
@@ -70,7 +70,7 @@ def _generic_dropped(question: str) -> str:
 
 def _episodes(topic: bool = True, own: bool = True, first: bool = True, floor: float = RELATIVE_FLOOR,
               limit: int = EPISODE_CANDIDATES, history: bool = False, generic: bool = False) -> Variant:  # fmt: skip
-    """The ordering retrieval of retain.episodes with one step changed."""
+    """The ordering retrieval of retain.sequence.episodes with one step changed."""
 
     def run(mem: Memory, ns: str, question: str) -> list[Hit]:
         text = (_generic_dropped(question) if generic else ordering_topic(question)) if topic else question
@@ -92,7 +92,7 @@ def _episodes(topic: bool = True, own: bool = True, first: bool = True, floor: f
 
 
 def _tiled(window: int) -> Variant:
-    """The ordering retrieval with sub-topic episodes (retain.tiling) as the unit of one pick."""
+    """The ordering retrieval with sub-topic episodes (tiling) as the unit of one pick."""
     labels: dict[tuple[int, str], dict[str, int]] = {}
 
     def episode_of(mem: Memory, ns: str, record: MemoryRecord) -> str:

@@ -1,4 +1,4 @@
-"""Timings of retain.retention: exact knapsack at 2,000 items, incremental decisions at capacity 10,000.
+"""Timings of retain.retention.policies: exact knapsack at 2,000 items, incremental decisions at capacity 10,000.
 
 Prints figures; asserts nothing. Run: ``.venv/bin/python benchmarks/bench_retention.py``.
 Targets: exact knapsack (2,000 items) well under 200 ms; p95 incremental decision <= 5 ms.
@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 
-from retain.retention import IncrementalRetainer, RetentionProblem, solve
+from retain.retention.policies import IncrementalRetainer, RetentionProblem, solve
 
 
 def percentiles(ms: list[float]) -> str:

@@ -18,9 +18,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from sam_scale import history_records
+
 from retain import HashingEncoder, Memory, MemoryConfig
 from retain import conflict as conflict_module
-from sam_scale import history_records
 
 
 def main() -> None:
@@ -44,7 +45,7 @@ def main() -> None:
         finally:
             spent["find_updates"] += time.perf_counter() - t0
 
-    conflict_module.find_updates = timed  # retain.ingest imports it at call time
+    conflict_module.find_updates = timed  # retain.ingest.draft imports it at call time
     mem = Memory(encoder=HashingEncoder(dim=384), config=MemoryConfig(supersede=not args.no_supersede))
     step = args.batch or len(items)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -52,7 +53,9 @@ def main() -> None:
         mem.add_many(items[start : start + step], namespace="bulk")
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     stored = len(mem.records(namespace="bulk"))
-    print(f"{len(items)} turns in calls of {step}: {wall:.1f} s wall ({len(items) / wall:,.0f} records/s), {cpu:.1f} s CPU")
+    print(
+        f"{len(items)} turns in calls of {step}: {wall:.1f} s wall ({len(items) / wall:,.0f} records/s), {cpu:.1f} s CPU"
+    )
     print(f"  supersede detection (find_updates): {spent['find_updates']:.1f} s; records stored: {stored}")
 
 

@@ -1,4 +1,4 @@
-"""Accuracy of the rule-based type classifier (:mod:`retain.classify`) on scenario files.
+"""Accuracy of the rule-based type classifier (:mod:`retain.text.classify`) on scenario files.
 
 Reads every ``*.json`` scenario (format ``retain-scenario/1``) under ``--data``, classifies each
 event from its ``role`` and ``text`` only (``gold`` is the answer key and is never shown to the
@@ -10,7 +10,7 @@ classifier), and prints:
 - accuracy per role and per scenario;
 - a rule-level leave-one-scenario-out estimate: the rules were written after reading all scenarios,
   so for each scenario every rule that fires *only* in that scenario is switched off (it may have
-  been written for it; the private rule tables of :mod:`retain.classify` are patched for the
+  been written for it; the private rule tables of :mod:`retain.text.classify` are patched for the
   duration) and the scenario is classified again. Rules that fire in at least two scenarios are
   kept. Conservative for rare general rules (an IBAN detector is dropped too), optimistic for the
   one Chinese scenario: Chinese cues share rules with their English counterparts and stay on;
@@ -42,12 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
-from retain.classify import classify_with_reason
 from retain.record import MemoryType
+from retain.text.classify import classify_with_reason
 
-# The module itself: ``import retain.classify as m`` binds the function that ``retain`` re-exports
+# The module itself: ``import retain.text.classify as m`` binds the function that ``retain`` re-exports
 # under the same name, so patching its rule tables and reading its source would silently do nothing.
-classify_module = importlib.import_module("retain.classify")
+classify_module = importlib.import_module("retain.text.classify")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "scenarios"
@@ -145,7 +145,7 @@ def grouped_accuracy(rows: list[Row], key: str) -> str:
 
 @contextmanager
 def rules_disabled(names: set[str]) -> Iterator[None]:
-    """Temporarily drop the named cue rules from every rule table of :mod:`retain.classify`."""
+    """Temporarily drop the named cue rules from every rule table of :mod:`retain.text.classify`."""
     with ExitStack() as stack:
         for attr, value in vars(classify_module).items():
             if (
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--errors", action="store_true", help="also list every misclassified event")
     args = parser.parse_args(argv)
     rows, texts = load_rows(args.data)
-    print(f"retain.classify on {len(texts)} scenarios, {len(rows)} events ({args.data})\n")
+    print(f"retain.text.classify on {len(texts)} scenarios, {len(rows)} events ({args.data})\n")
     print(per_type_table(rows))
     print("\nconfusion matrix (rows = gold, columns = predicted)")
     print(confusion(rows))

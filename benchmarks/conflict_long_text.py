@@ -1,4 +1,4 @@
-"""Time of ``retain.cues.explicit_cues`` and ``retain.conflict.decide`` on long texts (10, 40 and 160 KB).
+"""Time of ``retain.text.cues.explicit_cues`` and ``retain.ingest.conflict.decide`` on long texts (10, 40 and 160 KB).
 
 Both were quadratic in the text length (each cue re-read the text from its start: 190 s for
 ``"instead " * 20000``); they are now linear. Inputs, each cut to the size in UTF-8 bytes:
@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from retain.conflict import decide
-from retain.cues import explicit_cues
+from retain.ingest.conflict import decide
 from retain.record import MemoryRecord, MemoryType
+from retain.text.cues import explicit_cues
 
 UNITS = {
     "instead": "instead ",

@@ -1,4 +1,4 @@
-"""Timings of retain.graph: search expansion and personalised PageRank over 10,000 records.
+"""Timings of retain.retrieval.graph: search expansion and personalised PageRank over 10,000 records.
 
 Prints figures; asserts nothing. Run: ``.venv/bin/python benchmarks/graph_expand.py``.
 Setup: one namespace of ``--records`` records (HashingEncoder(64), in-memory SQLite) with about
@@ -6,8 +6,8 @@ Setup: one namespace of ``--records`` records (HashingEncoder(64), in-memory SQL
 building, so the graph is exactly the random one). Reports:
 
 * search latency (ms p50/p95) with ``expand=0`` and ``expand=5`` (query embedding included), and
-  the expansion step alone (:func:`retain.graph.expand_hits` on the same top 10);
-* :func:`retain.graph.graph_importance` (scipy.sparse power iteration, 50 seeds) and one full
+  the expansion step alone (:func:`retain.retrieval.graph.expand_hits` on the same top 10);
+* :func:`retain.retrieval.graph.graph_importance` (scipy.sparse power iteration, 50 seeds) and one full
   :meth:`Memory.propagate_importance` (which also writes and audits every changed record);
 * ingest cost of edges on write: ``add`` per record with the graph on and off (1,000 records).
 """
@@ -19,9 +19,9 @@ import time
 
 import numpy as np
 
-from retain.basis import HashingEncoder
-from retain.graph import GraphConfig, expand_hits, graph_importance
+from retain.encoders.basis import HashingEncoder
 from retain.memory import Memory, MemoryConfig, NewMemory
+from retain.retrieval.graph import GraphConfig, expand_hits, graph_importance
 from retain.store.base import HOT_TIERS, Edge, EdgeType, RecordFilter
 
 WORDS = (  # noqa: SIM905

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from retain import BudgetInfeasible, HashingEncoder, Memory, MemoryType, Tier
-from retain.budget import Budget
+from retain.retention.budget import Budget
 
 CONSTRAINTS = ("The total budget must stay under 5000 EUR.", "Must be home by Aug 18.", "No flights before 7am.")
 

@@ -2,7 +2,7 @@
 
     python benchmarks/lagrangian_policy.py [--train 40] [--test 60] [--epochs 300] [--margin 1]
 
-Trains :mod:`retain.lagrangian` on simulated streams (seeds 0..train-1), evaluates on seeds
+Trains :mod:`retain.retention.lagrangian` on simulated streams (seeds 0..train-1), evaluates on seeds
 1000..1000+test-1 (held out), and prints the training curve summary, the final multipliers and the
 held-out figures; "multipliers off" is the same scorer with lambda = 0 (no constraint pricing).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from retain.lagrangian import LagrangianPolicy, evaluate, simulate_stream, train
+from retain.retention.lagrangian import LagrangianPolicy, evaluate, simulate_stream, train
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from retain import HashingEncoder, Memory
-from retain.observe import configure_logging, disable_logging
+from retain.safety.observe import configure_logging, disable_logging
 
 WORDS = [
     "harbour",

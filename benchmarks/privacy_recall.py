@@ -1,7 +1,7 @@
-"""Recall and false alarms of the sensitive-data detector (:mod:`retain.privacy`) on scenario files.
+"""Recall and false alarms of the sensitive-data detector (:mod:`retain.text.privacy`) on scenario files.
 
 Reads every ``*.json`` scenario (format ``retain-scenario/1``) under ``--data`` and runs
-:func:`retain.privacy.detect` on each event's ``text`` (``gold`` is only used for scoring). Prints:
+:func:`retain.text.privacy.detect` on each event's ``text`` (``gold`` is only used for scoring). Prints:
 
 - recall: share of events with ``gold.type == "sensitive"`` in which anything is detected, and the
   misses;
@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from retain.privacy import Finding, detect
+from retain.text.privacy import Finding, detect
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "scenarios"

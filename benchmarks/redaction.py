@@ -6,7 +6,7 @@ namespace per scenario. Then, per namespace, the default (redacted) ``export``, 
 JSON ``handoff`` (every observation shown: ``recent=None``) and, for every event with a finding,
 a search with that event's text as the query (top 10, JSON of the hits) are scanned for:
 
-- every raw span :func:`retain.privacy.detect` finds in the source events (any event, any type);
+- every raw span :func:`retain.text.privacy.detect` finds in the source events (any event, any type);
 - the raw identifiers of the events whose gold type is ``sensitive``, found independently of the
   detector: e-mail-like tokens, runs of >= 6 digits (spaces and hyphens inside allowed), and tokens
   of >= 6 characters mixing letters and digits (``npm_...``, ``Bossa!Lune77``, ``cvale7``).
@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 from retain import HashingEncoder, Memory
-from retain.privacy import _window_phones, detect
-from retain.redaction import redact_text
+from retain.safety.redaction import redact_text
+from retain.text.privacy import _window_phones, detect
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "scenarios"
@@ -47,7 +47,7 @@ _MIXED = re.compile(r"[A-Za-z0-9!#$%&*+./=?@^_~-]{6,}")  # ASCII tokens
 
 
 def gold_identifiers(text: str) -> set[str]:
-    """Identifiers in a gold-sensitive event, found without :mod:`retain.privacy`."""
+    """Identifiers in a gold-sensitive event, found without :mod:`retain.text.privacy`."""
     found = {m.group().rstrip(".") for m in _EMAIL_LIKE.finditer(text)}
     found |= {m.group() for m in _DIGIT_RUN.finditer(text)}
     for m in _MIXED.finditer(text):

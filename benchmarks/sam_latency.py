@@ -16,7 +16,7 @@ CPU time (``process_time``, every thread of the process; less sensitive to other
 Each pass also prints the state's own stages, timed inside each search with a state and summed per
 search: encoding the state (``StateEncoder.missing`` / ``add_vectors`` / ``encode``; with the MiniLM
 encoder the forward pass that carries new state texts with the query is not included), the scan for the
-records nearest to it (``retain.pool.state_pool``), the scorer's inputs (``retain.pool.sam_inputs``) and
+records nearest to it (``retain.retrieval.pool.state_pool``), the scorer's inputs (``retain.retrieval.pool.sam_inputs``) and
 the scorer (``StateScorer.score``). What they leave out of the difference above is the content fusion's
 work on the records the state added to the pool, and the variance of the two searches compared.
 
@@ -35,11 +35,11 @@ import numpy.typing as npt
 
 from retain import HashingEncoder, Memory, MemoryConfig
 from retain import memory as memory_module
-from retain.basis import MiniLMEncoder
+from retain.encoders.basis import MiniLMEncoder
 from retain.eval.streams import CachingEncoder
-from retain.graph import GraphConfig
-from retain.sam import StateScorer
-from retain.state import StateEncoder
+from retain.retrieval.graph import GraphConfig
+from retain.state.agent import StateEncoder
+from retain.state.sam import StateScorer
 
 # fmt: off
 WORDS = (

@@ -19,8 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from retain import pool as pool_module
-from retain.basis import MiniLMEncoder
+from retain.encoders.basis import MiniLMEncoder
 from retain.eval.beam import load_beam
 from retain.eval.datasets import load_locomo
 from retain.eval.locomo import session_items
@@ -28,6 +27,7 @@ from retain.eval.scenario_runner import run_scenarios
 from retain.eval.scenarios import load_scenarios
 from retain.eval.streams import CachingEncoder
 from retain.memory import NewMemory
+from retain.retrieval import pool as pool_module
 
 
 def history_records(locomo: str, beam: str, n: int) -> list[NewMemory]:

@@ -3,7 +3,7 @@ segment relevance features, from one ingest of every conversation (paired: same 
 questions).
 
 Segment relevance = cosine of the query to the centroid of the candidate's session
-(:class:`retain.segments.SegmentIndex`), tried as: the raw cosine (``segment_summary_sim``), plus its
+(:class:`retain.sequence.segments.SegmentIndex`), tried as: the raw cosine (``segment_summary_sim``), plus its
 gap to the best session in the pool, plus the session's reciprocal rank. Each variant appends its
 columns to the 14 shipped fusion features and refits the fusion leave-one-conversation-out.
 
@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from retain.basis import MiniLMEncoder
+from retain.encoders.basis import MiniLMEncoder
 from retain.eval.datasets import load_locomo, resolve_locomo
 from retain.eval.locomo import QuestionPool, ingest, loco_rankings, score_run
 from retain.memory import Memory
-from retain.pool import candidates
-from retain.retrieve import PRESETS
-from retain.segments import SegmentIndex
+from retain.retrieval.fusion import PRESETS
+from retain.retrieval.pool import candidates
+from retain.sequence.segments import SegmentIndex
 from retain.store.base import RecordFilter
 
 

@@ -12,7 +12,7 @@ import argparse
 import random
 import time
 
-from retain.basis import HashingEncoder
+from retain.encoders.basis import HashingEncoder
 from retain.eval.metrics import latency_summary
 from retain.memory import Memory, NewMemory
 

@@ -1,6 +1,6 @@
 """Cost of ``Memory.context(..., state=BIG)``: the state is redacted before the provenance is stored.
 
-Builds a state at the limits of :mod:`retain.state` (1,000 constraints, 200 subgoals, 200 open
+Builds a state at the limits of :mod:`retain.state.agent` (1,000 constraints, 200 subgoals, 200 open
 questions, 2,000 characters per text). Each text is distinct (its own ``item <i>:`` prefix) but,
 as in an agent's state, made of the same facts: a price, a flight number, a date and time, a
 booking reference and a phone number. Times one ``context`` call (``HashingEncoder``, 20 records)
@@ -23,8 +23,9 @@ import random
 import time
 from typing import Any
 
-from retain import HashingEncoder, Memory, privacy
-from retain.redaction import redact_text, redact_value
+from retain import HashingEncoder, Memory
+from retain.safety.redaction import redact_text, redact_value
+from retain.text import privacy
 
 PHONE = "+44 20 7946 0958"
 FACTS = (

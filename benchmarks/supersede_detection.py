@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from retain.basis import Encoder
-from retain.cli import make_encoder
+from retain.cli.app import make_encoder
+from retain.encoders.basis import Encoder
 from retain.eval.scenarios import actor_for_role
 from retain.memory import Memory, MemoryConfig
 

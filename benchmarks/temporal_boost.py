@@ -2,7 +2,7 @@
 
 Replays the LoCoMo dev conversations (time expressions resolved on add against each session's date),
 then for every question takes the default search's candidate pool and fused scores (the shipped
-learned fusion) and adds ``w_when * dated + w_range * in_range`` (:func:`retain.temporal.time_features`;
+learned fusion) and adds ``w_when * dated + w_range * in_range`` (:func:`retain.text.temporal.time_features`;
 ``now`` = the conversation's last session date). Prints recall@10 per category and the headline
 (categories 1-4) for each weight pair, the ingest speed (time resolution and embedding included) and
 the cost of time resolution alone per turn.
@@ -22,15 +22,15 @@ from pathlib import Path
 
 import numpy as np
 
-from retain.cli import make_encoder
+from retain.cli.app import make_encoder
 from retain.eval.datasets import load_locomo
 from retain.eval.locomo import HEADLINE_CATEGORIES, ingest
 from retain.eval.metrics import recall_at_k
 from retain.memory import Memory
-from retain.pool import candidates
-from retain.retrieve import PRESETS
+from retain.retrieval.fusion import PRESETS
+from retain.retrieval.pool import candidates
 from retain.store.base import RecordFilter
-from retain.temporal import resolve_times, time_features
+from retain.text.temporal import resolve_times, time_features
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
 GRID_WHEN = (0.0, 0.05, 0.1, 0.2, 0.3)

@@ -3,9 +3,9 @@ date-heavy ones of the same length.
 
 Fills one namespace with dated records (HashingEncoder, so the figures measure retain, not MiniLM),
 then times ``Memory.search`` (default preset, ``time_aware=True``, ``now`` = the time of asking) for
-three queries of :data:`retain.lexical.MAX_QUERY_CHARS` characters: plain words, one date repeated
+three queries of :data:`retain.text.lexical.MAX_QUERY_CHARS` characters: plain words, one date repeated
 ("May 3 May 3 ..."), and distinct dates ("Jan 1, 2001 Feb 2, 2002 ..."). Prints, per query, how many
-time expressions it holds, how many a search read (:data:`retain.temporal.MAX_QUERY_TIME_EXPRESSIONS`)
+time expressions it holds, how many a search read (:data:`retain.text.temporal.MAX_QUERY_TIME_EXPRESSIONS`)
 and left out, and the first and median search time (milliseconds).
 
 Usage::
@@ -21,8 +21,8 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from retain import HashingEncoder, Memory, resolve_times
-from retain.lexical import MAX_QUERY_CHARS
-from retain.temporal import MAX_QUERY_TIME_EXPRESSIONS
+from retain.text.lexical import MAX_QUERY_CHARS
+from retain.text.temporal import MAX_QUERY_TIME_EXPRESSIONS
 
 WORDS = ["harbour", "museum", "train", "hotel", "dinner", "ferry", "island", "market", "castle", "river"]
 MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]

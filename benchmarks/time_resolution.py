@@ -1,6 +1,6 @@
 """What resolving time expressions on add costs: per turn, and in ingest speed with it on and off.
 
-Resolves every LoCoMo dev turn against its session date (:func:`retain.temporal.resolve_times`) and
+Resolves every LoCoMo dev turn against its session date (:func:`retain.text.temporal.resolve_times`) and
 prints the cost per turn and how many expressions were found and resolved; then ingests the
 conversations with ``MemoryConfig(resolve_times=True)`` and ``False`` (HashingEncoder, so the
 difference is not lost in MiniLM's time) and prints turns/s for both.
@@ -17,11 +17,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from retain.basis import HashingEncoder
+from retain.encoders.basis import HashingEncoder
 from retain.eval.datasets import load_locomo
 from retain.eval.locomo import ingest
 from retain.memory import Memory, MemoryConfig
-from retain.temporal import resolve_times
+from retain.text.temporal import resolve_times
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
 

@@ -1,4 +1,4 @@
-"""How well EMBER's utility predictor (:mod:`retain.utility`) foresees which turns will be needed.
+"""How well EMBER's utility predictor (:mod:`retain.retention.utility`) foresees which turns will be needed.
 
 Replays the LoCoMo dev conversations (and the BEAM dev chats) as oracle traces: every turn is scored on
 arrival from causal information only; a turn is positive when some question's evidence points at it.
@@ -32,12 +32,12 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from retain.cli import make_encoder
-from retain.cli_utility import SHARES, beam_chat_dirs, loco_table
+from retain.cli.app import make_encoder
+from retain.cli.utility import SHARES, beam_chat_dirs, loco_table
 from retain.eval.datasets import load_locomo, resolve_locomo
 from retain.eval.utility_traces import beam_traces, evaluate, loco_auc, locomo_traces
 from retain.record import MemoryRecord
-from retain.utility import RulePrior, UtilityContext, train_utility
+from retain.retention.utility import RulePrior, UtilityContext, train_utility
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_BEAM = REPO_ROOT.parent / "shared" / "data" / "beam" / "100K"

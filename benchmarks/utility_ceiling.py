@@ -6,7 +6,7 @@ from the turn. This prints, leave-one-conversation-out, ROC-AUC and the hit rate
 10 / 25 / 50 % of each conversation's turns by score" (:func:`retain.eval.utility_traces.evaluate`'s
 definition: the ceil(share * n) best, ties in stream order) for:
 
-- the shipped model class (:func:`retain.eval.utility_traces.loco_auc`: :func:`retain.utility.train_utility`,
+- the shipped model class (:func:`retain.eval.utility_traces.loco_auc`: :func:`retain.retention.utility.train_utility`,
   logistic regression on the causal features plus the embedding), trained on LoCoMo only;
 - gradient boosting (scikit-learn HistGradientBoostingClassifier) on the same features plus a 24-dim
   PCA of the embedding (PCA fitted on the training conversations only);
@@ -34,11 +34,11 @@ from rich.console import Console
 from sklearn.decomposition import PCA
 from sklearn.ensemble import HistGradientBoostingClassifier
 
-from retain.cli import make_encoder
-from retain.cli_utility import SHARES, loco_table
+from retain.cli.app import make_encoder
+from retain.cli.utility import SHARES, loco_table
 from retain.eval.datasets import load_locomo, resolve_locomo
 from retain.eval.utility_traces import evaluate_scores, loco_auc, locomo_traces
-from retain.utility import utility_features
+from retain.retention.utility import utility_features
 
 
 def cited_by_observations(raw: dict, turn_ids: list[str]) -> np.ndarray:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from retain.basis import HashingEncoder
+from retain.encoders.basis import HashingEncoder
 from retain.memory import Memory
 from retain.store import SQLiteStore, Store
 

@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import retain.pool as pool_module
+import retain.retrieval.pool as pool_module
 from retain import HashingEncoder, InvalidInput, Memory
-from retain.cli import app
-from retain.lexical import MAX_QUERY_CHARS
+from retain.cli.app import app
 from retain.record import MemoryRecord, MemoryType, Tier
-from retain.state import AgentState, StateEncoder
+from retain.state.agent import AgentState, StateEncoder
 from retain.store import RecordFilter, SQLiteStore
+from retain.text.lexical import MAX_QUERY_CHARS
 
 NS = "n"
 runner = CliRunner()
@@ -371,9 +371,9 @@ def test_a_state_object_with_a_working_str_is_still_rendered_as_text() -> None:
 @pytest.mark.parametrize("value", [None, 2.5, "5", -1, True, 10**9])
 def test_pool_size_settings_are_checked_where_read(sam, monkeypatch, setting, value):
     monkeypatch.setattr(pool_module, setting, value)
-    with pytest.raises(InvalidInput, match=rf"retain\.pool\.{setting}: must be an int from 0 to 1,000,000"):
+    with pytest.raises(InvalidInput, match=rf"retain\.retrieval\.pool\.{setting}: must be an int from 0 to 1,000,000"):
         sam.search("museum", namespace=NS, state=STATE)
-    with pytest.raises(InvalidInput, match=rf"retain\.pool\.{setting}"):
+    with pytest.raises(InvalidInput, match=rf"retain\.retrieval\.pool\.{setting}"):
         sam.context("museum", namespace=NS, budget_tokens=100, state=STATE)
     assert sam.search("museum", namespace=NS)  # read only when a state is given
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from retain import BudgetInfeasible, HashingEncoder, InvalidInput, Memory, Tier
-from retain.budget import Budget
+from retain.retention.budget import Budget
 
 
 def mem(**kwargs: object) -> Memory:
@@ -126,7 +126,7 @@ def test_a_caller_cannot_corrupt_cached_records_through_their_metadata() -> None
 
 
 def test_circled_enumeration_numbers_are_not_a_phone_number() -> None:
-    from retain.privacy import detect
+    from retain.text.privacy import detect
 
     for text in ("手順①②③④⑤⑥⑦⑧⑨⑩を実行します。", "⓪①②③④⑤⑥⑦⑧⑨"):
         assert detect(text) == [], text
@@ -144,7 +144,7 @@ def test_circled_enumeration_numbers_are_not_a_phone_number() -> None:
     ],
 )
 def test_secrets_next_to_cjk_characters_are_found(text: str, secret: str, kind: str) -> None:
-    from retain.privacy import detect
+    from retain.text.privacy import detect
 
     assert [(f.kind, text[f.start : f.end]) for f in detect(text)] == [(kind, secret)]
     assert detect("バージョン10.20.30.40をリリースしました") == []  # a version number, as "version 10.20.30.40"
@@ -153,7 +153,7 @@ def test_secrets_next_to_cjk_characters_are_found(text: str, secret: str, kind: 
 def test_state_option_refuses_deep_json_and_huge_files(tmp_path: object) -> None:
     from pathlib import Path
 
-    from retain.cli_options import STATE_FILE_LIMIT, parse_state
+    from retain.cli.options import STATE_FILE_LIMIT, parse_state
 
     deep = Path(str(tmp_path)) / "deep.json"
     deep.write_text("[" * 100_000, encoding="utf-8")
@@ -175,10 +175,10 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from retain.conflict import Relation, decide  # noqa: E402
-from retain.cues import correction_cues, explicit_cues  # noqa: E402
+from retain.ingest.conflict import Relation, decide  # noqa: E402
 from retain.record import MemoryRecord, MemoryType, new_id  # noqa: E402
 from retain.store import RecordFilter, SQLiteStore  # noqa: E402
+from retain.text.cues import correction_cues, explicit_cues  # noqa: E402
 
 _ENC = HashingEncoder(dim=384)
 

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from racing import looks_up_duplicates, on_batch
-from retain.audit import verify_store
-from retain.basis import HashingEncoder
-from retain.budget import Budget
+from retain.encoders.basis import HashingEncoder
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.record import Tier, content_hash
+from retain.retention.budget import Budget
+from retain.safety.audit import verify_store
 from retain.store import ALL_RECORDS
 
 DIM = 64

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from racing import deletes_records, on_batch, writes_records
-from retain.audit import verify_store
-from retain.basis import HashingEncoder
-from retain.budget import Budget
+from retain.encoders.basis import HashingEncoder
 from retain.memory import Memory
-from retain.segments import is_summary
+from retain.retention.budget import Budget
+from retain.safety.audit import verify_store
+from retain.sequence.segments import is_summary
 from retain.store import ALL_RECORDS
 
 DIM = 64

@@ -9,8 +9,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from retain import HashingEncoder, Memory
-from retain.audit import verify_store
-from retain.cli import app
+from retain.cli.app import app
+from retain.safety.audit import verify_store
 
 NS = "crash"
 runner = CliRunner()

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from retain import HashingEncoder, InvalidInput, Memory, MemoryConfig, NewMemory
-from retain.ingest import split_text
+from retain.ingest.draft import split_text
 from retain.store.base import PutRecords, RequireCurrent
 
 NS = "n"

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from racing import on_batch, writes_records
-from retain.basis import HashingEncoder
+from retain.encoders.basis import HashingEncoder
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, SchemaError, WriteConflict
 from retain.memory import Memory, NewMemory
 from retain.store import ALL_RECORDS
@@ -477,7 +477,7 @@ def test_add_many_with_one_bad_item_stores_none(memory: Memory, bad: Any) -> Non
 
 def test_length_prior_does_not_lift_unrelated_long_parts_with_the_real_model() -> None:
     """Regression: the learned fusion once ranked a matching short note below long unrelated parts."""
-    from retain.basis import MiniLMEncoder
+    from retain.encoders.basis import MiniLMEncoder
 
     mem = Memory(encoder=MiniLMEncoder())
     mem.add(long_text(), namespace=NS)

@@ -4,12 +4,8 @@ Keeps what matters under a hard budget, retrieves by the agent's task state, and
 keep/forget decision explainable. Start with :class:`Memory`.
 """
 
-from retain.basis import Encoder, HashingEncoder, MiniLMEncoder
-from retain.budget import Budget
-from retain.canary import CanaryReport
-from retain.classify import classify, classify_with_reason
 from retain.config import Settings
-from retain.context import Context, Provenance
+from retain.encoders.basis import Encoder, HashingEncoder, MiniLMEncoder
 from retain.errors import (
     BudgetInfeasible,
     DatasetUnavailable,
@@ -26,10 +22,14 @@ from retain.errors import (
 )
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier
-from retain.retrieve import Fusion, Hit, SearchConfig, SearchMode
-from retain.state import AgentState, StatePerceiver
+from retain.retention.budget import Budget
+from retain.retrieval.fusion import Fusion, Hit, SearchConfig, SearchMode
+from retain.safety.canary import CanaryReport
+from retain.safety.context import Context, Provenance
+from retain.state.agent import AgentState, StatePerceiver
 from retain.store import RecordFilter, SQLiteStore, Store
-from retain.temporal import TimeRef, parse_query_time, resolve_times
+from retain.text.classify import classify, classify_with_reason
+from retain.text.temporal import TimeRef, parse_query_time, resolve_times
 
 __all__ = [
     "AgentState",

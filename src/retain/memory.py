@@ -2,7 +2,7 @@
 
 Every call names its namespace. Writes are validated in full before anything is stored, and each
 write goes to the store in one transaction together with its audit entries. New texts are drafted
-by :mod:`retain.ingest`; a search's candidates are gathered and featurised by :mod:`retain.pool`.
+by :mod:`retain.ingest.draft`; a search's candidates are gathered and featurised by :mod:`retain.retrieval.pool`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from retain import integrity
-from retain.basis import Encoder, MiniLMEncoder
-from retain.budget import Budget, HotSet, eviction_entries, is_mandatory
+from retain.encoders.basis import Encoder, MiniLMEncoder
 from retain.errors import EncoderMismatch, Forbidden, InvalidInput, RecordNotFound
-from retain.graph import DEFAULT_GRAPH_CONFIG, GraphConfig, check_derived, check_expand, edges_on_add, expand_hits
-from retain.ingest import (
+from retain.ingest.draft import (
     check_text,
     draft,
     draft_update,
@@ -33,10 +30,6 @@ from retain.ingest import (
     score_utility,
     supersede,
 )
-from retain.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
-from retain.lexical import check_query, is_terse
-from retain.observe import added, annotate, observed, offered, searched, superseded
-from retain.pool import Pool, candidates, ranked_hits, sam_inputs, state_parts, state_pool
 from retain.record import (
     MemoryRecord,
     MemoryType,
@@ -48,8 +41,8 @@ from retain.record import (
     utcnow,
     validate_namespace,
 )
-from retain.redaction import redact_record, scrub
-from retain.retrieve import (
+from retain.retention.budget import Budget, HotSet, eviction_entries, is_mandatory
+from retain.retrieval.fusion import (
     PRESETS,
     Fusion,
     Hit,
@@ -58,9 +51,22 @@ from retain.retrieve import (
     SearchMode,
     SearchOrder,
 )
-from retain.sam import CandidateMemo, StateScorer, content_terms
-from retain.segments import is_index_summary
-from retain.state import AgentState, StateEncoder
+from retain.retrieval.graph import (
+    DEFAULT_GRAPH_CONFIG,
+    GraphConfig,
+    check_derived,
+    check_expand,
+    edges_on_add,
+    expand_hits,
+)
+from retain.retrieval.pool import Pool, candidates, ranked_hits, sam_inputs, state_parts, state_pool
+from retain.safety import integrity
+from retain.safety.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
+from retain.safety.observe import added, annotate, observed, offered, searched, superseded
+from retain.safety.redaction import redact_record, scrub
+from retain.sequence.segments import is_index_summary
+from retain.state.agent import AgentState, StateEncoder
+from retain.state.sam import CandidateMemo, StateScorer, content_terms
 from retain.store.base import (
     ALL_RECORDS,
     HOT_TIERS,
@@ -77,16 +83,17 @@ from retain.store.base import (
 )
 from retain.store.base import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
-from retain.temporal import time_boost
-from retain.values import canonical_values
+from retain.text.lexical import check_query, is_terse
+from retain.text.temporal import time_boost
+from retain.text.values import canonical_values
 
 if TYPE_CHECKING:
-    from retain.canary import CanaryReport
-    from retain.conflict import ConflictJudge
-    from retain.context import Context, Provenance
-    from retain.handoff import Handoff, HandoffFormat
-    from retain.segments import Summariser
-    from retain.utility import UtilityModel
+    from retain.ingest.conflict import ConflictJudge
+    from retain.retention.utility import UtilityModel
+    from retain.safety.canary import CanaryReport
+    from retain.safety.context import Context, Provenance
+    from retain.safety.handoff import Handoff, HandoffFormat
+    from retain.sequence.segments import Summariser
 
 __all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
 
@@ -104,27 +111,27 @@ class MemoryConfig:
             (checked in the write transaction: concurrent writers of one file store it once).
         classify: infer ``type`` with the rule classifier when the caller gives none.
         merge_paraphrases: a new record that says what a current record already says (cosine
-            >= 0.93, same numbers, no correction cue; :func:`retain.conflict.decide`) is merged
+            >= 0.93, same numbers, no correction cue; :func:`retain.ingest.conflict.decide`) is merged
             into it instead of stored: the existing record keeps its id and gains the newcomer's
             source, role, time and text under ``metadata["merged"]`` (audited as "merge").
         trusted_actors: actor names allowed to pin, unpin, update or delete protected records
             (current hard constraints, pinned records); every other actor ("tool", "retrieved",
-            "agent", ...) is refused (:mod:`retain.integrity`).
+            "agent", ...) is refused (:mod:`retain.safety.integrity`).
         supersede: a new record that corrects or updates a current record of its namespace
-            (:func:`retain.conflict.find_updates`: correction cues, aligned value changes,
+            (:func:`retain.ingest.conflict.find_updates`: correction cues, aligned value changes,
             negation flips) supersedes it in the same transaction: the old one keeps its content
             as history, leaves the core tier unless pinned, and is audited as "supersede" with the
             reason and scores. A hard constraint yields only to an explicit correction
-            (:func:`retain.cues.explicit_cues`); other proposals against one are audited as
+            (:func:`retain.text.cues.explicit_cues`); other proposals against one are audited as
             refused. Measured precision 1.000 / recall 0.900 on the shared scenarios
             (``benchmarks/supersede_detection.py``).
         conflict_judge: optional second opinion (e.g. an LLM) that may veto each proposed
-            supersede or merge (:class:`retain.conflict.ConflictJudge`); None = rules only.
+            supersede or merge (:class:`retain.ingest.conflict.ConflictJudge`); None = rules only.
         resolve_times: store the time expressions of each new record, resolved against its
-            ``event_time``, as ``metadata["time_refs"]`` (:func:`retain.temporal.resolve_times`;
+            ``event_time``, as ``metadata["time_refs"]`` (:func:`retain.text.temporal.resolve_times`;
             unresolved, granularity "unknown", when the event time is unknown). A caller's own
             ``time_refs`` are kept as given.
-        graph: the memory graph's switches (:class:`retain.graph.GraphConfig`): edges on write,
+        graph: the memory graph's switches (:class:`retain.retrieval.graph.GraphConfig`): edges on write,
             same-entity fan-out, expansion decay.
     """
 
@@ -184,17 +191,17 @@ class Memory:
     Args:
         path: SQLite file path, or ":memory:" (default) for a private in-memory store. The file is
             created when missing; its folder must exist unless ``create_dirs``.
-        encoder: an :class:`~retain.basis.Encoder`; default all-MiniLM-L6-v2 (loaded on first use).
+        encoder: an :class:`~retain.encoders.basis.Encoder`; default all-MiniLM-L6-v2 (loaded on first use).
         store: an already constructed :class:`~retain.store.Store` (``path`` is then ignored).
         config: limits and switches (:class:`MemoryConfig`).
         fusion: learned fusion model; default the one shipped with the package.
-        budget: capacity of each namespace's hot memory (:class:`~retain.budget.Budget`); None =
+        budget: capacity of each namespace's hot memory (:class:`~retain.retention.budget.Budget`); None =
             unbounded. Records over it move to the archive tier, with an audit entry each.
         utility: EMBER utility model predicting P(needed later) for new records; it sets
             ``importance`` when the caller gives none. Default: the shipped learned model when the
             budget policy ranks by utility, else none (importance 0.5).
         state_scorer: the state-adaptive scorer used when a search carries an agent state
-            (:class:`~retain.sam.StateScorer`); default the shipped model; False = never state-adaptive.
+            (:class:`~retain.state.sam.StateScorer`); default the shipped model; False = never state-adaptive.
         create_dirs: create the missing folders of ``path`` (``mkdir -p``); default False.
 
     Raises:
@@ -337,15 +344,15 @@ class Memory:
         text at once store it once, and both get its id (see :meth:`add_many`). A text split into
         parts is not deduplicated.
 
-        ``state`` is the agent's task state when the event happened (:class:`~retain.state.AgentState`
+        ``state`` is the agent's task state when the event happened (:class:`~retain.state.agent.AgentState`
         or a mapping in the scenario format); its phase is kept in ``metadata["phase"]`` for
         state-adaptive search.
 
         ``importance`` (0..1) defaults to the utility model's prediction, else 0.5. With a budget,
-        records that no longer fit move to the archive tier (see :class:`~retain.budget.Budget`).
+        records that no longer fit move to the archive tier (see :class:`~retain.retention.budget.Budget`).
 
         ``derived_from`` lists the ids of records the reasoning step that produced this memory
-        used: ``derived_from`` edges are written with it (:mod:`retain.graph`, which also adds
+        used: ``derived_from`` edges are written with it (:mod:`retain.retrieval.graph`, which also adds
         ``next``, ``supersedes`` and ``same_entity`` edges on write).
 
         Raises:
@@ -549,7 +556,7 @@ class Memory:
     def utility(self) -> UtilityModel | None:
         """The utility model in use (the shipped learned model is loaded on first need)."""
         if self._utility is None and self.budget is not None and self.budget.needs_utility:
-            from retain.utility import LearnedUtility
+            from retain.retention.utility import LearnedUtility
 
             self._utility = LearnedUtility.load()
         return self._utility
@@ -575,7 +582,7 @@ class Memory:
         importance = record.importance
         model = self.utility
         if model is not None:
-            from retain.utility import UtilityContext, check_scores
+            from retain.retention.utility import UtilityContext, check_scores
 
             hot = self._hot.get(namespace)
             context = UtilityContext(
@@ -804,14 +811,14 @@ class Memory:
         self._hot.pop(namespace, None)
         return self.store.delete_namespace(namespace, audit)
 
-    # --- integrity (retain.integrity) -------------------------------------------------------
+    # --- integrity (retain.safety.integrity) -------------------------------------------------------
 
     def pin(self, id: str, *, namespace: str, actor: str = "user", reason: str = "") -> MemoryRecord:
-        """Pin a current record: core tier, never evicted. See :func:`retain.integrity.set_pinned`."""
+        """Pin a current record: core tier, never evicted. See :func:`retain.safety.integrity.set_pinned`."""
         return integrity.set_pinned(self, id, namespace=namespace, pinned=True, actor=actor, reason=reason)
 
     def unpin(self, id: str, *, namespace: str, actor: str = "user", reason: str = "") -> MemoryRecord:
-        """Unpin: back to dynamic, subject to the budget. See :func:`retain.integrity.set_pinned`."""
+        """Unpin: back to dynamic, subject to the budget. See :func:`retain.safety.integrity.set_pinned`."""
         return integrity.set_pinned(self, id, namespace=namespace, pinned=False, actor=actor, reason=reason)
 
     def forget(
@@ -819,28 +826,28 @@ class Memory:
     ) -> ForgetReport:
         """Forget a record by id or the ``k`` best hits of a query that share a term with it;
         protected records are skipped for untrusted actors and reported. See
-        :func:`retain.integrity.forget`."""
+        :func:`retain.safety.integrity.forget`."""
         return integrity.forget(self, query_or_id, namespace=namespace, actor=actor, reason=reason, k=k)
 
     def retention_report(self, namespace: str, **constraints: Any) -> RetentionReport:
-        """The exact optimizer's report for ``namespace``. See :func:`retain.integrity.retention_report`."""
+        """The exact optimizer's report for ``namespace``. See :func:`retain.safety.integrity.retention_report`."""
         return integrity.retention_report(self, namespace, **constraints)
 
-    # --- memory graph (retain.graph) --------------------------------------------------------
+    # --- memory graph (retain.retrieval.graph) --------------------------------------------------------
 
     def link(
         self, src: str, dst: str, type: EdgeType | str, *, namespace: str, weight: float = 1.0, actor: str = "user"
     ) -> Edge:
-        """Write an explicit edge ``src -> dst`` (audited as "link"). See :func:`retain.graph.link`."""
-        from retain.graph import link
+        """Write an explicit edge ``src -> dst`` (audited as "link"). See :func:`retain.retrieval.graph.link`."""
+        from retain.retrieval.graph import link
 
         return link(self, src, dst, type, namespace=namespace, weight=weight, actor=actor)
 
     def edges(
         self, id: str, *, namespace: str, types: Sequence[EdgeType | str] | None = None, direction: str = "both"
     ) -> list[Edge]:
-        """Edges touching record ``id`` ("out", "in" or "both"). See :func:`retain.graph.neighbours`."""
-        from retain.graph import neighbours
+        """Edges touching record ``id`` ("out", "in" or "both"). See :func:`retain.retrieval.graph.neighbours`."""
+        from retain.retrieval.graph import neighbours
 
         return neighbours(self.store, namespace, id, types=types, direction=direction)
 
@@ -848,8 +855,8 @@ class Memory:
         self, namespace: str, *, seeds: Mapping[str, float] | None = None, alpha: float = 0.85, actor: str = "system"
     ) -> dict[str, float]:
         """Personalised PageRank from used records (``access_count``, raised by ``feedback``) into
-        ``importance``, audited as "importance". See :func:`retain.graph.propagate_importance`."""
-        from retain.graph import propagate_importance
+        ``importance``, audited as "importance". See :func:`retain.retrieval.graph.propagate_importance`."""
+        from retain.retrieval.graph import propagate_importance
 
         return propagate_importance(self, namespace, seeds=seeds, alpha=alpha, actor=actor)
 
@@ -899,14 +906,14 @@ class Memory:
         session order, then ``seq``; records with unknown event time last, in insertion order.
 
         With ``query``: up to ``limit`` (default 10) episodes of that topic, one per session per
-        round, in event order (``search(query, order="time")``, :mod:`retain.episodes`). ``start`` /
+        round, in event order (``search(query, order="time")``, :mod:`retain.sequence.episodes`). ``start`` /
         ``end`` keep event times in [start, end) (UTC; unknown times are then left out). ``limit``
         caps the number of records. An empty namespace gives [].
 
         Raises:
             InvalidInput: bad namespace, limit < 1, naive or unparseable times, start >= end.
         """
-        from retain.timeline import timeline
+        from retain.sequence.timeline import timeline
 
         return timeline(self, namespace, query=query, start=start, end=end, limit=limit)
 
@@ -918,13 +925,13 @@ class Memory:
             RecordNotFound: no such record in ``namespace``.
             InvalidInput: n < 1, or the record belongs to another namespace.
         """
-        from retain.timeline import walk
+        from retain.sequence.timeline import walk
 
         return walk(self, record, namespace=namespace, n=n, step=-1)
 
     def after(self, record: MemoryRecord | str, *, namespace: str, n: int = 1) -> list[MemoryRecord]:
         """Up to ``n`` records just after ``record`` in event order, oldest first; see :meth:`before`."""
-        from retain.timeline import walk
+        from retain.sequence.timeline import walk
 
         return walk(self, record, namespace=namespace, n=n, step=1)
 
@@ -955,7 +962,7 @@ class Memory:
         with ``order="time"``).
 
         Args:
-            query: free text, any language, at most :data:`~retain.lexical.MAX_QUERY_CHARS`
+            query: free text, any language, at most :data:`~retain.text.lexical.MAX_QUERY_CHARS`
                 (10,000) characters. Empty or whitespace-only returns [].
             k: number of hits (>= 1).
             config: a :class:`SearchConfig` or a preset name ("default", "rrf", "lexical",
@@ -965,47 +972,47 @@ class Memory:
             start, end: event-time range [start, end), UTC.
             include_superseded: also return superseded versions (history).
             threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
-            state: the agent's task state (:class:`~retain.state.AgentState` or a mapping in the
+            state: the agent's task state (:class:`~retain.state.agent.AgentState` or a mapping in the
                 scenario format). With a non-empty state the ranking is state-adaptive
-                (:mod:`retain.sam`): score = alpha * state_score + (1 - alpha) * content_score, alpha
+                (:mod:`retain.state.sam`): score = alpha * state_score + (1 - alpha) * content_score, alpha
                 larger for terse queries; the pool also takes the records nearest to the state, the
                 core tier and the newest records. Breakdowns then add ``content``, ``state``,
                 ``prior``, ``importance``, ``alpha`` and ``phase_known``.
             allow_raw: return records as stored. Default False: every hit's record is a redacted
-                copy (:func:`retain.redaction.redact_record`): secrets and personal data in its
+                copy (:func:`retain.safety.redaction.redact_record`): secrets and personal data in its
                 content and metadata become typed placeholders (``"[EMAIL]"``), and
                 ``metadata["redacted"]`` lists the kinds withheld. Ranking always uses the stored
                 text; redaction changes only what is returned, never what is stored.
             time_aware: when the query names a time range ("in May 2023", "last year"), add
-                :func:`retain.temporal.time_boost` (0.1) to the learned-fusion score of records
+                :func:`retain.text.temporal.time_boost` (0.1) to the learned-fusion score of records
                 dated in it, by event time or a resolved time expression; shown as
                 ``scores["time"]``. Only with the learned fusion (the "default" preset), whose
                 scores are probabilities the weight was set on.
             now: the time of asking (UTC) that relative query ranges ("last year") are read
                 against; default the current time.
-            expand: graph expansion (:func:`retain.graph.expand_hits`): the top ``expand`` hits pull
+            expand: graph expansion (:func:`retain.retrieval.graph.expand_hits`): the top ``expand`` hits pull
                 in their one-hop neighbours of this namespace, score = parent score * decay
                 (``config.graph.decay``, default 0.5) * edge weight, marked ``Hit.via_edge``;
                 0 (default) = off.
             window: give each hit its neighbouring turns (same segment, ``seq`` within ``window``,
                 any tier) as one context unit in ``Hit.window``, stream order
-                (:func:`retain.segments.attach_windows`); 0 (default) = none.
+                (:func:`retain.sequence.segments.attach_windows`); 0 (default) = none.
             order: "rank" (default): best first. "time": for ordering questions ("list the order in
                 which I brought up ..."): the topic of the query is searched over a wide pool, the
                 best candidates of the pool are spread over sessions (one
                 episode per session per round), and the ``k`` picked are returned in event order
-                (:mod:`retain.episodes`); ``rank`` is then the position in time. "auto": "time" when
-                :func:`retain.episodes.asks_order` reads the query as asking for an order, else
+                (:mod:`retain.sequence.episodes`); ``rank`` is then the position in time. "auto": "time" when
+                :func:`retain.sequence.episodes.asks_order` reads the query as asking for an order, else
                 "rank".
 
-        Returns: list of :class:`~retain.retrieve.Hit`, scores higher = more relevant. Canary
-        records (:mod:`retain.canary`) are never returned.
+        Returns: list of :class:`~retain.retrieval.fusion.Hit`, scores higher = more relevant. Canary
+        records (:mod:`retain.safety.canary`) are never returned.
 
         Raises:
             InvalidInput: bad namespace; query not a string or over ``MAX_QUERY_CHARS`` characters; k < 1;
                 unknown preset, type, tier or order; ``allow_raw`` not a bool; ``expand`` not an int
                 >= 0, or ``expand`` with ``order="time"``; with a state, an unknown name in
-                :data:`~retain.pool.STATE_PARTS`.
+                :data:`~retain.retrieval.pool.STATE_PARTS`.
         """
         validate_namespace(namespace)
         check_query(query)
@@ -1042,11 +1049,11 @@ class Memory:
             raise InvalidInput(
                 f"state: the state scorer works on {self.state_scorer.dim}-dim embeddings, this Memory's "
                 f"encoder ({self.encoder.name}) gives {self.encoder.dim}; pass Memory(state_scorer=...) fitted "
-                "for this encoder (retain.sam.train_state_scorer), or state_scorer=False for content search"
+                "for this encoder (retain.state.sam.train_state_scorer), or state_scorer=False for content search"
             )
         asked_k, ordering_query = k, query
-        if by_time:  # the topic over a wide pool; episodes are picked below (retain.episodes)
-            from retain.episodes import EPISODE_POOL, ordering_topic
+        if by_time:  # the topic over a wide pool; episodes are picked below (retain.sequence.episodes)
+            from retain.sequence.episodes import EPISODE_POOL, ordering_topic
 
             query, k = ordering_topic(query), max(k, EPISODE_POOL)
         query_vector = None
@@ -1082,7 +1089,7 @@ class Memory:
             )
         hits = ranked_hits(pool, scores, cfg, k, boost=boost, parts=sam_parts, allow_raw=allow_raw)
         if by_time:
-            from retain.episodes import episodes_in_time
+            from retain.sequence.episodes import episodes_in_time
 
             hits = episodes_in_time(hits, ordering_query, asked_k)
         if expand:
@@ -1090,7 +1097,7 @@ class Memory:
             raw = allow_raw
             hits = expand_hits(self.store, namespace, hits, expand=expand, k=k, flt=flt, decay=decay, allow_raw=raw)
         if window:
-            from retain.segments import attach_windows
+            from retain.sequence.segments import attach_windows
 
             hits = attach_windows(self.store, namespace, hits, window, allow_raw=allow_raw)
         return hits
@@ -1131,12 +1138,12 @@ class Memory:
         self, namespace: str, segment: str, *, summariser: Summariser | None = None, actor: str = "system"
     ) -> MemoryRecord:
         """Store an extractive summary of ``segment`` (an index entry: archive tier, hidden from plain
-        search until the segment is compressed) and return it. See :func:`retain.segments.summarize`.
+        search until the segment is compressed) and return it. See :func:`retain.sequence.segments.summarize`.
 
         Raises:
             InvalidInput: bad namespace or segment, or the segment holds no records.
         """
-        from retain.segments import summarize
+        from retain.sequence.segments import summarize
 
         return summarize(self, namespace, segment, summariser=summariser, actor=actor)
 
@@ -1145,12 +1152,12 @@ class Memory:
     ) -> MemoryRecord:
         """Replace ``segment``'s hot turns by its summary record (the turns move to the archive,
         linked to it and audited), so a budget counts the segment as one record. Returns the
-        summary. See :func:`retain.segments.compress`.
+        summary. See :func:`retain.sequence.segments.compress`.
 
         Raises:
             InvalidInput: bad namespace or segment, or no hot turn of the segment may move.
         """
-        from retain.segments import compress
+        from retain.sequence.segments import compress
 
         return compress(self, namespace, segment, actor=actor, summariser=summariser)
 
@@ -1159,7 +1166,7 @@ class Memory:
             return self.fusion.score(pool.features())
         return pool.rrf
 
-    # --- context, provenance, canaries (retain.context, retain.canary) ---------------------
+    # --- context, provenance, canaries (retain.safety.context, retain.safety.canary) ---------------------
 
     def context(
         self,
@@ -1177,17 +1184,17 @@ class Memory:
         of the rendered lines): the namespace's current hard constraints first (mandatory), then the
         working tier (the ``working`` newest records and, with a state, the current phase's newest
         records), then state-adaptive search hits best first (the long-term tier). Returns a
-        :class:`~retain.context.Context` (``text``, ``provenance_id``, included items with scores and
+        :class:`~retain.safety.context.Context` (``text``, ``provenance_id``, included items with scores and
         sources, left-out candidates with the reason); the provenance is stored and audited as
         "retrieve". ``state`` (an agent state mapping) is stored as given. ``query`` takes at most
-        :data:`~retain.lexical.MAX_QUERY_CHARS` (10,000) characters. See :mod:`retain.context`.
+        :data:`~retain.text.lexical.MAX_QUERY_CHARS` (10,000) characters. See :mod:`retain.safety.context`.
 
         Raises:
             InvalidInput: bad arguments (named in the message), e.g. a query over ``MAX_QUERY_CHARS``
                 characters; nothing stored.
             BudgetInfeasible: the hard constraints alone exceed ``budget_tokens``; nothing stored.
         """
-        from retain.context import pack
+        from retain.safety.context import pack
 
         return pack(
             self,
@@ -1203,33 +1210,33 @@ class Memory:
 
     def explain(self, provenance_id: str, *, namespace: str | None = None) -> Provenance:
         """How the context ``provenance_id`` was packed: records in, their scores and sources, and
-        candidates left out and why (:class:`~retain.context.Provenance`).
+        candidates left out and why (:class:`~retain.safety.context.Provenance`).
 
         Raises:
             RecordNotFound: no such provenance (in ``namespace`` when given).
         """
-        from retain.context import explain
+        from retain.safety.context import explain
 
         return explain(self, provenance_id, namespace=namespace)
 
     def add_canary(self, content: str, *, namespace: str, source: str | None = None, actor: str = "user") -> str:
         """Plant a canary record (pinned, marked with its content's sha256, never returned by search)
         and return its id; :meth:`check_canaries` reports whether it is still held unchanged. See
-        :mod:`retain.canary`.
+        :mod:`retain.safety.canary`.
 
         Raises:
             InvalidInput: empty content, or the content is already held in the namespace.
             TextTooLong: over ``config.max_record_chars`` (a canary is never split).
             BudgetInfeasible: with a budget, the mandatory records would no longer fit.
         """
-        from retain.canary import add_canary
+        from retain.safety.canary import add_canary
 
         return add_canary(self, content, namespace=namespace, source=source, actor=actor)
 
     def check_canaries(self, namespace: str | None = None) -> CanaryReport:
         """Every canary (of ``namespace``, or of all namespaces) with its status: held, missing,
-        changed or archived (:class:`~retain.canary.CanaryReport`; ``ok`` when all are held)."""
-        from retain.canary import check
+        changed or archived (:class:`~retain.safety.canary.CanaryReport`; ``ok`` when all are held)."""
+        from retain.safety.canary import check
 
         return check(self, namespace)
 
@@ -1248,7 +1255,7 @@ class Memory:
 
         Shape: ``{"namespace", "encoder", "exported_at", "redacted", "records": [record dicts]}``.
         By default (``allow_raw=False``) each record is a redacted copy
-        (:func:`retain.redaction.redact_record`: placeholders such as ``"[API_KEY]"`` in content
+        (:func:`retain.safety.redaction.redact_record`: placeholders such as ``"[API_KEY]"`` in content
         and metadata, ``metadata["redacted"]`` = kinds withheld, ``content_hash`` of the redacted
         text) and ``"redacted"`` is true; ``allow_raw=True`` exports what is stored and is allowed
         only to an actor in ``config.trusted_actors``. Every export is audited ("export": actor,
@@ -1285,7 +1292,7 @@ class Memory:
         self, namespace: str, *, fmt: HandoffFormat = "markdown", recent: int | None = 10, actor: str = "user"
     ) -> Handoff:
         """A redacted case summary of ``namespace`` for another agent or a person
-        (:func:`retain.handoff.build_handoff`): hard constraints, preferences, goals, plan steps,
+        (:func:`retain.safety.handoff.build_handoff`): hard constraints, preferences, goals, plan steps,
         facts and the ``recent`` latest observations and results, by type in event order,
         superseded records excluded, with a "Withheld" list (record id, kinds, reason). Audited
         ("handoff": actor, format, records included and withheld; never content).
@@ -1293,7 +1300,7 @@ class Memory:
         Raises:
             InvalidInput: bad namespace, ``fmt`` not "markdown" or "json", bad ``recent``, bad actor.
         """
-        from retain.handoff import build_handoff
+        from retain.safety.handoff import build_handoff
 
         validate_namespace(namespace)
         _check_actor(actor)
@@ -1341,7 +1348,7 @@ def _by_time(order: SearchOrder | str, query: str) -> bool:
         raise InvalidInput(f"order: one of {[o.value for o in SearchOrder]}, got {order!r}")
     order = SearchOrder(order)
     if order is SearchOrder.AUTO:
-        from retain.episodes import asks_order
+        from retain.sequence.episodes import asks_order
 
         return asks_order(query)
     return order is SearchOrder.TIME

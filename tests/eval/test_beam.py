@@ -281,7 +281,7 @@ def test_real_beam_chats_load_and_resolve():
 
 
 def test_run_beam_full_and_budgets_write_a_report(tmp_path):
-    from retain.basis import HashingEncoder
+    from retain.encoders.basis import HashingEncoder
     from retain.eval.beam_runner import run_beam, write_beam_report
 
     folder = _write_chat(tmp_path / "1")
@@ -296,7 +296,7 @@ def test_run_beam_full_and_budgets_write_a_report(tmp_path):
 
 
 def test_beam_stream_carries_the_gold_order_of_event_ordering_questions(chat_dir):
-    from retain.basis import HashingEncoder
+    from retain.encoders.basis import HashingEncoder
     from retain.eval.beam_runner import beam_stream, run_beam
 
     chat = load_beam_chat(chat_dir)

@@ -3,8 +3,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from retain.basis import HashingEncoder
 from retain.config import Settings
+from retain.encoders.basis import HashingEncoder
 from retain.errors import DatasetUnavailable
 from retain.eval.datasets import load_locomo, parse_evidence, parse_locomo_date, resolve_locomo
 from retain.eval.locomo import run_locomo

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 from typer.testing import CliRunner
 
-from retain.basis import HashingEncoder
-from retain.cli import app
+from retain.cli.app import app
+from retain.encoders.basis import HashingEncoder
 from retain.eval.longmemeval import load_longmemeval
 from retain.eval.longmemeval_runner import _score, haystack_items, run_longmemeval
 

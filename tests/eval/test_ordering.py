@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scipy.stats import kendalltau
 
-from retain.basis import HashingEncoder
+from retain.encoders.basis import HashingEncoder
 from retain.eval.ordering import ordering_tau, retrieved_tau
 from retain.eval.streams import Stream, StreamQuestion, run_budget_grid
 from retain.memory import NewMemory

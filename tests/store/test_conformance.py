@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from retain.errors import DuplicateContent, InvalidInput, SchemaError, WriteConflict
-from retain.lexical import query_terms
 from retain.record import MemoryRecord, MemoryType, Tier, content_hash, new_id
 from retain.store import ALL_RECORDS, AuditEntry, RecordFilter, SQLiteStore, Store
 from retain.store.base import (
@@ -35,6 +34,7 @@ from retain.store.base import (
     VectorSearch,
 )
 from retain.store.sqlite import GENESIS_HASH, SCHEMA_VERSION, audit_hash
+from retain.text.lexical import query_terms
 
 DIM = 16
 T0 = datetime(2024, 3, 1, 9, 30, 15, 123457, tzinfo=UTC)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from retain.basis import Encoder
+from retain.encoders.basis import Encoder
 from retain.eval.beam import BEAM_CATEGORIES, BeamChat
 from retain.eval.streams import CachingEncoder, Stream, StreamQuestion, run_budget_grid
 from retain.memory import MemoryConfig, NewMemory
@@ -85,7 +85,7 @@ def run_beam(
     models: dict[str, Any] = {}
     if shares and any(p in ("utility", "knapsack", "lookahead") for p in policies):
         from retain.eval.utility_traces import beam_traces
-        from retain.utility import train_utility
+        from retain.retention.utility import train_utility
 
         traces = beam_traces(list(folders), cached)
         for i, chat in enumerate(chats):

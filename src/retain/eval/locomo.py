@@ -26,14 +26,14 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
-from retain.basis import Encoder
+from retain.encoders.basis import Encoder
 from retain.errors import DatasetUnavailable
 from retain.eval.datasets import LocomoConversation
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k, reciprocal_rank
 from retain.eval.streams import Stream, StreamQuestion
 from retain.memory import Memory, NewMemory
-from retain.pool import candidates
-from retain.retrieve import PRESETS, LinearFusion, train_fusion
+from retain.retrieval.fusion import PRESETS, LinearFusion, train_fusion
+from retain.retrieval.pool import candidates
 from retain.store.base import RecordFilter
 
 __all__ = [
@@ -315,7 +315,7 @@ def fusion_training_pools(
 def loco_utility_models(conversations: Sequence[LocomoConversation], encoder: Encoder) -> dict[str, Any]:
     """One learned utility model per conversation, trained on the other conversations only."""
     from retain.eval.utility_traces import locomo_traces
-    from retain.utility import train_utility
+    from retain.retention.utility import train_utility
 
     traces = locomo_traces(conversations, encoder)
     return {

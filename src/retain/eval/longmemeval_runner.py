@@ -28,7 +28,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from retain.basis import Encoder
+from retain.encoders.basis import Encoder
 from retain.eval.longmemeval import LmeQuestion
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k
 from retain.memory import Memory, NewMemory

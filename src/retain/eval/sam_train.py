@@ -1,12 +1,12 @@
-"""Training and cross-validated evaluation of the state-adaptive scorer (:mod:`retain.sam`).
+"""Training and cross-validated evaluation of the state-adaptive scorer (:mod:`retain.state.sam`).
 
-Each probe of a ``retain-scenario/1`` file becomes one :class:`~retain.sam.SamExample`: the scenario is
+Each probe of a ``retain-scenario/1`` file becomes one :class:`~retain.state.sam.SamExample`: the scenario is
 replayed into a fresh :class:`~retain.Memory` (events added in order with their role, time, position
 and the agent state at the event; ``gold`` is never read), and at the probe the candidate pool is built
 exactly as :meth:`retain.Memory.search` builds it for a state-carrying search. Labels are the probe's
 ``needed`` events. Scoring figures count needed events missing from the pool as misses.
 
-Types. A candidate's type at search time is what the rule classifier (:mod:`retain.classify`) said when
+Types. A candidate's type at search time is what the rule classifier (:mod:`retain.text.classify`) said when
 the record was written; on the training files it agrees with ``gold.type`` for about 72% of the pool
 candidates. Fitted on those types, the scorer learns to trust a type as far as the classifier is right
 *on the training files*. :func:`gold_typed` gives the same examples with each candidate's ``gold.type``
@@ -27,18 +27,18 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from retain.basis import Encoder
+from retain.encoders.basis import Encoder
 from retain.errors import InvalidInput
 from retain.eval.scenario_runner import add_event, source_prefix
 from retain.eval.scenarios import load_scenario
-from retain.lexical import is_terse
 from retain.memory import Memory
-from retain.pool import candidates, sam_inputs, state_pool
 from retain.record import MemoryType
-from retain.retrieve import PRESETS
-from retain.sam import TYPES, SamExample, StateScorer, train_state_scorer
-from retain.state import AgentState
+from retain.retrieval.fusion import PRESETS
+from retain.retrieval.pool import candidates, sam_inputs, state_pool
+from retain.state.agent import AgentState
+from retain.state.sam import TYPES, SamExample, StateScorer, train_state_scorer
 from retain.store.base import HOT_TIERS, RecordFilter
+from retain.text.lexical import is_terse
 
 __all__ = [
     "TRAIN_TYPES",
@@ -61,7 +61,7 @@ TRAIN_TYPES: tuple[TrainTypes, ...] = ("gold", "predicted")
 class ProbeExample:
     """A :class:`SamExample` with what the figures need: the pool's event ids, all needed event ids.
 
-    ``gold_types`` ((n,) intp index into :data:`retain.sam.TYPES`, one per candidate) is each pool
+    ``gold_types`` ((n,) intp index into :data:`retain.state.sam.TYPES`, one per candidate) is each pool
     event's ``gold.type``, the classifier's type where the event has none; ``example`` carries the
     classifier's types."""
 

@@ -44,15 +44,15 @@ from typing import Any, Protocol
 
 from tqdm import tqdm
 
-from retain.basis import Encoder
-from retain.budget import Budget
+from retain.encoders.basis import Encoder
 from retain.errors import BudgetInfeasible, InvalidInput
 from retain.eval.metrics import mean_or_none, recall_at_k, reciprocal_rank
 from retain.eval.scenarios import Event, Probe, Scenario, actor_for_role
 from retain.eval.streams import CachingEncoder
 from retain.memory import Memory, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier
-from retain.retrieve import Hit
+from retain.retention.budget import Budget
+from retain.retrieval.fusion import Hit
 
 __all__ = [
     "RETRIEVERS",
@@ -89,7 +89,7 @@ def content_retriever(memory: Memory, namespace: str, query: str, state: Mapping
 
 def state_retriever(memory: Memory, namespace: str, query: str, state: Mapping[str, Any], k: int) -> list[Hit]:
     """State-adaptive :meth:`Memory.search`: the probe's task state drives the ranking with the query
-    (:mod:`retain.sam`)."""
+    (:mod:`retain.state.sam`)."""
     return memory.search(query, namespace=namespace, k=k, state=state or None)
 
 
@@ -304,7 +304,7 @@ def run_scenarios(
         encoder: shared by every replay (wrapped in a :class:`CachingEncoder` here).
         budgets: hot-memory capacities in records (``Budget(capacity=N, policy=policy)``), each >= 0.
         retrievers: names registered in :data:`RETRIEVERS`.
-        policy: the budget policy (:data:`retain.budget.BUDGET_POLICIES`).
+        policy: the budget policy (:data:`retain.retention.budget.BUDGET_POLICIES`).
         utility_factory: builds the utility model of each budgeted memory; None = the memory's
             default (the shipped learned model for utility policies, which needs MiniLM vectors).
         history: records stored in every scenario's namespace before its events (one ``add_many``;

@@ -15,7 +15,7 @@ an :class:`~retain.errors.InvalidInput` naming the file and the JSON path of the
 ``gold`` is optional per event (an event without it is not counted in ``type_accuracy`` and is never
 a hard constraint); it is the answer key and the runner never shows it to the system under test.
 
-Terse probes: :func:`retain.lexical.is_terse` (see :data:`retain.lexical.TERSE_FILLERS`).
+Terse probes: :func:`retain.text.lexical.is_terse` (see :data:`retain.text.lexical.TERSE_FILLERS`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from retain.errors import InvalidInput
-from retain.lexical import TERSE_FILLERS, is_terse
 from retain.record import MemoryType, utc, validate_namespace
+from retain.text.lexical import TERSE_FILLERS, is_terse
 
 __all__ = [
     "FORMAT",

@@ -28,13 +28,13 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
-from retain.basis import Encoder
-from retain.budget import Budget
-from retain.episodes import asks_order
+from retain.encoders.basis import Encoder
 from retain.errors import InvalidInput
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k, reciprocal_rank
 from retain.memory import DEFAULT_CONFIG, Memory, MemoryConfig, NewMemory
 from retain.record import MemoryRecord, Tier
+from retain.retention.budget import Budget
+from retain.sequence.episodes import asks_order
 
 __all__ = ["CachingEncoder", "OracleUtility", "Stream", "StreamQuestion", "run_budget_grid"]
 
@@ -97,7 +97,7 @@ class CachingEncoder:
         self._tokens: dict[str, int] = {}
 
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """See :meth:`retain.basis.Encoder.encode`; (n, dim) float32, L2-normalised."""
+        """See :meth:`retain.encoders.basis.Encoder.encode`; (n, dim) float32, L2-normalised."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
         if missing:
             for text, vec in zip(missing, self.inner.encode(missing), strict=True):
@@ -107,7 +107,7 @@ class CachingEncoder:
         return np.stack([self._vectors[t] for t in texts])
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        """See :meth:`retain.basis.Encoder.count_tokens`."""
+        """See :meth:`retain.encoders.basis.Encoder.count_tokens`."""
         missing = list(dict.fromkeys(t for t in texts if t not in self._tokens))
         if missing:
             self._tokens.update(zip(missing, self.inner.count_tokens(missing), strict=True))
@@ -256,7 +256,7 @@ def run_budget_grid(
         utility_for: stream id -> utility model trained without that stream (leave-one-out).
         headline: categories whose questions make the headline recall figures.
         order: how questions are asked (``Memory.search(order=...)``): "rank" (every question,
-            top ``k_max``); "auto": a question :func:`retain.episodes.asks_order` reads as asking
+            top ``k_max``); "auto": a question :func:`retain.sequence.episodes.asks_order` reads as asking
             for an order is asked with ``order="time"`` for :data:`ORDER_K` hits (recall@5, recall@10
             and MRR are then over those hits in event order), every other one as with "rank";
             "time": every question that way. Per category, ``time_ordered`` counts the questions
@@ -295,7 +295,7 @@ def _density_scorer(model: Any) -> Callable[[list[MemoryRecord]], npt.NDArray[np
     """Score hot records with the fold's utility model, context-free (common scale across policies)."""
     if model is None:
         return None
-    from retain.utility import UtilityContext
+    from retain.retention.utility import UtilityContext
 
     def score(records: list[MemoryRecord]) -> npt.NDArray[np.float64]:
         dim = records[0].embedding.shape[0] if records and records[0].embedding is not None else 0

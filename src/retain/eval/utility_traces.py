@@ -1,7 +1,7 @@
 """Oracle traces and offline evaluation of EMBER's utility models.
 
 A trace is one stream replayed with nothing evicted: its records in arrival order, their
-:class:`~retain.utility.UtilityContext`, and a label per record (True = some later question uses it as
+:class:`~retain.retention.utility.UtilityContext`, and a label per record (True = some later question uses it as
 evidence). Built from LoCoMo dev conversations and BEAM chats; evaluated by ROC-AUC and by the share of
 evidence a "keep the top share" policy would hold, leave-one-conversation-out.
 """
@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retain.basis import Encoder
-from retain.classify import classify
+from retain.encoders.basis import Encoder
 from retain.errors import DatasetUnavailable, InvalidInput
 from retain.record import MemoryRecord, search_text
-from retain.utility import (
+from retain.retention.utility import (
     FloatArray,
     Trace,
     UtilityContext,
     UtilityModel,
     train_utility,
 )
+from retain.text.classify import classify
 
 if TYPE_CHECKING:
     from retain.eval.datasets import LocomoConversation
@@ -82,7 +82,7 @@ def locomo_traces(conversations: Iterable[LocomoConversation], encoder: Encoder)
 
     Records as :func:`retain.eval.locomo.ingest` makes them (namespace = sample id, role and
     ``metadata["speaker"]`` = the speaker, ``metadata["caption"]`` = the image caption, seq, segment
-    ``session_<n>``, session date as event time), typed by :func:`retain.classify.classify` (what
+    ``session_<n>``, session date as event time), typed by :func:`retain.text.classify.classify` (what
     :class:`retain.Memory` does when no type is given), embedded from :func:`retain.record.search_text`
     and token-counted with ``encoder``. Label: the turn is evidence of some question (any category).
     Only turns are read, never the ``observation`` / ``session_summary`` / ``event_summary`` annotations.

@@ -179,7 +179,7 @@ class ScoredId(NamedTuple):
 
 
 class EdgeType(enum.StrEnum):
-    """Kinds of typed edges between two records of one namespace (:mod:`retain.graph`).
+    """Kinds of typed edges between two records of one namespace (:mod:`retain.retrieval.graph`).
 
     Direction is ``src -> dst``: ``next`` earlier -> later in a stream; ``derived_from`` the new
     record -> the record its reasoning step used; ``supersedes`` new version -> old version;
@@ -403,7 +403,7 @@ class CountRecords:
 
 @dataclass(frozen=True, slots=True)
 class LexicalSearch:
-    """BM25 over index terms (see :mod:`retain.lexical`); any term may match (OR).
+    """BM25 over index terms (see :mod:`retain.text.lexical`); any term may match (OR).
 
     Result: list of :class:`ScoredId`, best first, score = BM25 (higher = more relevant).
     """
@@ -481,7 +481,7 @@ class ReadAudit:
 
 @dataclass(frozen=True, slots=True)
 class PutProvenance:
-    """Store the provenance of one packed context (:mod:`retain.context`). Result: None.
+    """Store the provenance of one packed context (:mod:`retain.safety.context`). Result: None.
 
     ``body`` is JSON-serialisable: record ids, scores, token counts, reasons; no record content.
     Raises InvalidInput when ``id`` already exists (provenance is written once).

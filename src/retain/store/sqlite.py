@@ -3,7 +3,7 @@
 * stdlib ``sqlite3``, WAL journal, ``busy_timeout``, ``secure_delete`` (purged rows are zeroed).
 * Writes run under ``BEGIN IMMEDIATE`` so two processes never deadlock on a lock upgrade.
 * Versioned, append-only migrations, run only by :meth:`SQLiteStore.setup`.
-* Lexical channel: FTS5 (``porter unicode61``) over :func:`retain.lexical.index_terms`, so CJK text
+* Lexical channel: FTS5 (``porter unicode61``) over :func:`retain.text.lexical.index_terms`, so CJK text
   is indexed as character bigrams; score = -bm25() (higher = more relevant).
 * Dense channel: embeddings as float32 blobs; exact cosine by a numpy scan over a per-namespace
   matrix cached in memory (with every record's filter columns, in write order). Local writes bring it
@@ -33,8 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, WriteConflict
-from retain.kernels import blocked_product
-from retain.lexical import index_terms
+from retain.numeric.kernels import blocked_product
 from retain.record import MemoryRecord, MemoryType, Tier, read_only_json, search_text, utcnow
 from retain.store.base import (
     AppendAudit,
@@ -66,6 +65,7 @@ from retain.store.base import (
     VectorSearch,
 )
 from retain.store.sqlite_edges import EDGES_MIGRATION, list_edges, purge_edges, put_edges
+from retain.text.lexical import index_terms
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
 
@@ -150,7 +150,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX provenance_ns ON provenance (namespace, created_at);
     """,
-    EDGES_MIGRATION,  # 3: typed edges between records (retain.graph)
+    EDGES_MIGRATION,  # 3: typed edges between records (retain.retrieval.graph)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -684,7 +684,7 @@ class SQLiteStore(Store):
     ) -> list[list[ScoredId]]:
         """Exact cosine top-``limit`` for each row of ``queries`` ((p, d) float32) over the records
         ``flt`` keeps, in one pass over the cached matrix (no copy of the kept rows) on the calling thread
-        (:func:`retain.kernels.blocked_product`): row blocks each multiplied by all p queries while in
+        (:func:`retain.numeric.kernels.blocked_product`): row blocks each multiplied by all p queries while in
         cache (p matrix-vector products would read the matrix p times; one (n, d) x (d, p) product would
         first copy all of it; a threaded BLAS product stalls when the machine is busy)."""
         p = queries.shape[0]

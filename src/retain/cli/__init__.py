@@ -1,0 +1,1 @@
+"""The ``retain`` command line."""

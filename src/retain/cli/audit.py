@@ -1,0 +1,171 @@
+"""CLI commands for :mod:`retain.safety.audit`: ``retain audit verify``, ``retain snapshot``, ``retain diff``.
+
+Added to an app by :func:`register` (``retain.cli.app`` calls it). The commands open the store file
+directly (no encoder is loaded) and print plain text.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from retain.cli.options import PANEL_INSPECT, DbOption
+from retain.config import Settings
+from retain.errors import RetainError
+from retain.safety.audit import Snapshot, SnapshotDiff, diff, snapshot, verify_store
+from retain.store.sqlite import SQLiteStore
+
+__all__ = ["audit_app", "register"]
+
+audit_app = typer.Typer(help="The audit log: check that it is intact.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``audit verify``, ``snapshot`` and ``diff`` to ``app``."""
+    app.add_typer(audit_app, name="audit", rich_help_panel=PANEL_INSPECT)
+    app.command("snapshot", rich_help_panel=PANEL_INSPECT)(snapshot_command)
+    app.command("diff", rich_help_panel=PANEL_INSPECT)(diff_command)
+
+
+@audit_app.command("verify")
+def verify_command(
+    db: DbOption = None,
+    checkpoint: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--checkpoint",
+            help="SEQ:HASH printed by an earlier verify and kept outside the store (repeatable); "
+            "catches a rewrite that re-hashed the rest of the log.",
+        ),
+    ] = None,
+) -> None:
+    """Recompute the audit log's hash chain. Exit 0 when intact, 1 listing the problems, 2 on error."""
+    checkpoints = _parse_checkpoints(checkpoint or [])
+    try:
+        store = _open_store(db)
+        try:
+            report = verify_store(store, checkpoints=checkpoints)
+        finally:
+            store.close()
+    except RetainError as exc:
+        _fail(str(exc))
+    if report.ok:
+        typer.echo(f"ok: {report.entries} audit entries, hash chain intact")
+        if report.head_seq is not None:
+            typer.echo(f"head: {report.head_seq}:{report.head_hash}  (keep it; pass it back with --checkpoint)")
+        return
+    typer.echo(
+        f"FAILED: {len(report.problems)} problem(s) in {report.entries} audit entries; "
+        f"first untrusted entry: {report.first_bad_seq}"
+    )
+    for problem in report.problems:
+        typer.echo(f"  {problem}")
+    raise typer.Exit(code=1)
+
+
+def snapshot_command(
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")],
+    out: Annotated[Path | None, typer.Option(help="Write to this file instead of standard output.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Snapshot a namespace's records (ids, content hashes, tiers, priorities; no content) as JSON."""
+    try:
+        store = _open_store(db)
+        try:
+            snap = snapshot(store, namespace)
+        finally:
+            store.close()
+    except RetainError as exc:
+        _fail(str(exc))
+    if not snap.records:
+        typer.echo(f"warning: namespace {namespace!r} holds no records", err=True)
+    text = snap.to_json()
+    if out is None:
+        typer.echo(text)
+    else:
+        out.write_text(text + "\n", encoding="utf-8")
+        typer.echo(f"wrote {out} ({len(snap.records)} records)")
+
+
+def diff_command(
+    before: Annotated[Path, typer.Argument(help="Earlier snapshot (JSON from 'retain snapshot').")],
+    after: Annotated[Path, typer.Argument(help="Later snapshot.")],
+) -> None:
+    """Compare two snapshots: records added, removed, archived, restored, priority changed, changed."""
+    try:
+        a, b = (Snapshot.from_json(_read(path)) for path in (before, after))
+    except RetainError as exc:
+        _fail(str(exc))
+    typer.echo(
+        f"{before} ({a.namespace}, {a.taken_at:%Y-%m-%d %H:%M:%S} UTC) -> "
+        f"{after} ({b.namespace}, {b.taken_at:%Y-%m-%d %H:%M:%S} UTC)"
+    )
+    for line in format_diff(diff(a, b)):
+        typer.echo(line)
+
+
+def format_diff(delta: SnapshotDiff) -> list[str]:
+    """The lines ``retain diff`` prints: one section per kind of change, ids indented."""
+    lines = []
+    for title, ids in (
+        ("added", delta.added),
+        ("removed", delta.removed),
+        ("archived", delta.archived),
+        ("restored", delta.restored),
+    ):
+        lines.append(f"{title} ({len(ids)})")
+        lines.extend(f"  {rid}" for rid in ids)
+    lines.append(f"priority changed ({len(delta.priority_changed)})")
+    lines.extend(f"  {rid}  {_show(x)} -> {_show(y)}" for rid, (x, y) in delta.priority_changed.items())
+    lines.append(f"changed ({len(delta.changed)})")
+    for rid, fields in delta.changed.items():
+        lines.append(f"  {rid}  " + "; ".join(f"{f}: {_show(x)} -> {_show(y)}" for f, (x, y) in fields.items()))
+    return lines
+
+
+def _show(value: Any) -> str:
+    return "None" if value is None else str(value)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot read {path}: {exc.strerror or exc}")
+
+
+def _open_store(db: Path | None) -> SQLiteStore:
+    path = db if db is not None else Settings.from_env().db_path
+    if not path.exists():
+        _fail(f"no store at {path} (give --db PATH or set RETAIN_DB)")
+    try:
+        store = SQLiteStore(path)
+    except sqlite3.Error as exc:
+        _fail(f"cannot open {path}: {exc}")
+    try:
+        store.setup()
+    except sqlite3.Error as exc:
+        store.close()
+        _fail(f"cannot open {path}: {exc}")
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _parse_checkpoints(values: list[str]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for value in values:
+        seq, sep, digest = value.partition(":")
+        if not sep or not seq.strip().isdigit() or len(digest.strip()) != 64:
+            raise typer.BadParameter(f"--checkpoint: {value!r} is not SEQ:HASH (a 64-character sha256 hex)")
+        out[int(seq)] = digest.strip().lower()
+    return out
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=2)

@@ -1,0 +1,1 @@
+"""Encoders: text to L2-normalised float32 vectors (the embedding basis of the formal model)."""

@@ -1,0 +1,1 @@
+"""The write path: drafting records from new memories, and conflict (supersede) detection on add."""

@@ -1,0 +1,468 @@
+"""The write path's drafting: how one new text becomes records, and what those records do to the
+records already stored.
+
+:func:`draft` validates one :class:`~retain.memory.NewMemory` and turns it into records (typed,
+dated, split at sentence ends by :func:`split_text` when long); :func:`draft_update` does the same
+for a new version of a record. :func:`look_up_duplicates` finds the drafts already stored (dedupe);
+:func:`merge_paraphrases` and :func:`supersede` decide which stored records the new ones merge into or
+supersede (the relations come from :mod:`retain.ingest.conflict`; the trust rules are applied here);
+:func:`score_utility` sets the importance EMBER's utility model predicts for each new record. Nothing
+here writes: :class:`~retain.memory.Memory` stores the result in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from retain.errors import InvalidInput, TextTooLong
+from retain.record import MemoryRecord, MemoryType, Tier, new_id, parse_type, utc
+from retain.retention.budget import is_mandatory
+from retain.safety.canary import is_canary
+from retain.state.agent import AgentState
+from retain.state.sam import PHASE_KEY
+from retain.store.base import AuditEntry, FindByHash, RecordFilter, RequireUnchanged, RequireUnique, Store
+from retain.text.temporal import time_refs_metadata
+
+if TYPE_CHECKING:
+    from retain.memory import MemoryConfig, NewMemory
+    from retain.retention.utility import UtilityModel
+
+__all__ = [
+    "RESERVED_METADATA",
+    "UPDATABLE_FIELDS",
+    "check_text",
+    "draft",
+    "draft_update",
+    "look_up_duplicates",
+    "merge_paraphrases",
+    "nearest_held",
+    "predecessor",
+    "score_utility",
+    "split_text",
+    "supersede",
+]
+
+RESERVED_METADATA = frozenset({"split_group", "part", "parts"})
+"""Metadata keys only split texts carry (set by :func:`draft`); a caller's metadata may not hold them."""
+UPDATABLE_FIELDS = frozenset(
+    {"type", "role", "importance", "priority", "pinned", "confidence", "metadata", "event_time"}
+)
+"""The fields :meth:`~retain.memory.Memory.update` may change; the others are copied from the old version."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s*")
+
+
+# --- drafting ------------------------------------------------------------------------------
+
+
+def check_text(text: str, name: str) -> None:
+    """Refuse text that cannot be stored as UTF-8 (lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{name}: not valid Unicode text (lone surrogate at index {exc.start})") from exc
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """Split ``text`` into pieces of at most ``limit`` characters, at sentence ends where possible,
+    else at whitespace, else hard. ``"".join(pieces) == text`` always (nothing lost); pieces that
+    are whitespace only are merged into their neighbour."""
+    if len(text) <= limit:
+        return [text]
+    pieces: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        window = rest[:limit]
+        cut = max((m.end() for m in _SENTENCE_END.finditer(window) if 0 < m.end() < limit), default=0)
+        if cut < limit // 2:
+            space = window.rfind(" ")
+            cut = space + 1 if space > limit // 2 else limit
+        pieces.append(rest[:cut])
+        rest = rest[cut:]
+    pieces.append(rest)
+    merged: list[str] = []
+    for piece in pieces:  # a whitespace-only piece joins its predecessor (or the next piece)
+        if merged and (not piece.strip() or not merged[-1].strip()):
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    return merged
+
+
+def draft(item: NewMemory, namespace: str, config: MemoryConfig) -> list[MemoryRecord]:
+    """The records of one new memory of ``namespace``: its content in one record, or split at sentence
+    ends into linked parts (``metadata["split_group"]``, ``part``, ``parts``) when longer than
+    ``config.max_record_chars`` characters; not embedded, importance 0.5 unless given.
+
+    Raises:
+        InvalidInput: a bad field, named in the message.
+        TextTooLong: content over ``config.max_text_chars`` (or over ``max_record_chars`` without
+            ``split_long``).
+    """
+    content = item.content
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
+    check_text(content, "content")
+    if not isinstance(item.role, str) or not item.role:
+        raise InvalidInput(f"role: must be a non-empty string, got {item.role!r}")
+    check_text(item.role, "role")
+    for name in ("source", "segment"):
+        value = getattr(item, name)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(f"{name}: must be a string or None, got {type(value).__name__}")
+        if value is not None:
+            check_text(value, name)
+    for name in ("seq", "priority"):
+        value = getattr(item, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**62):
+            raise InvalidInput(f"{name}: must be an int below 2**62 in magnitude, got {value!r}")
+    if not isinstance(item.pinned, bool):
+        raise InvalidInput(f"pinned: must be a bool, got {item.pinned!r}")
+    if not isinstance(item.metadata, Mapping):
+        raise InvalidInput("metadata: must be a mapping")
+    reserved = RESERVED_METADATA & set(item.metadata)
+    if reserved:
+        raise InvalidInput(f"metadata: keys {sorted(reserved)} are reserved for split texts")
+    try:
+        json.dumps(dict(item.metadata), allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        raise InvalidInput(f"metadata: must be JSON-serialisable without NaN/inf ({exc})") from exc
+    limit = config.max_text_chars
+    if len(content) > limit:
+        raise TextTooLong(f"content: {len(content):,} characters, limit is {limit:,} (max_text_chars)")
+    if len(content) > config.max_record_chars and not config.split_long:
+        raise TextTooLong(
+            f"content: {len(content):,} characters, limit is {config.max_record_chars:,} "
+            "(max_record_chars; enable split_long to store it as linked parts)"
+        )
+    mtype = _memory_type(content, item.role, config) if item.type is None else parse_type(item.type)
+    if item.state is not None:
+        phase = AgentState.from_dict(item.state).phase
+        if phase:
+            item = replace(item, metadata={**item.metadata, PHASE_KEY: phase})
+    pieces = split_text(content, config.max_record_chars)
+    event_time = utc(item.event_time, field_name="event_time")
+    group = new_id()
+    records = []
+    for part, piece in enumerate(pieces):
+        meta = dict(item.metadata)
+        if len(pieces) > 1:
+            meta.update(split_group=group, part=part, parts=len(pieces))
+        refs = time_refs_metadata(piece, event_time) if config.resolve_times else []
+        if refs and "time_refs" not in meta:
+            meta["time_refs"] = refs
+        records.append(
+            MemoryRecord(
+                id=group if part == 0 else new_id(),
+                namespace=namespace,
+                content=piece,
+                type=mtype,
+                role=item.role,
+                source=item.source,
+                event_time=event_time,
+                seq=item.seq,
+                segment=item.segment,
+                priority=item.priority,
+                importance=0.5 if item.importance is None else item.importance,
+                pinned=item.pinned,
+                tier=Tier.CORE if item.pinned or mtype is MemoryType.HARD_CONSTRAINT else Tier.DYNAMIC,
+                confidence=item.confidence,
+                metadata=meta,
+            )
+        )
+    return records
+
+
+def _memory_type(content: str, role: str, config: MemoryConfig) -> MemoryType:
+    if not config.classify:
+        return MemoryType.FACT
+    from retain.text.classify import classify
+
+    return classify(content, role)
+
+
+def draft_update(old: MemoryRecord, content: str, changes: Mapping[str, Any], config: MemoryConfig) -> MemoryRecord:
+    """The new version of ``old`` with ``content`` and the field ``changes`` (names from
+    :data:`UPDATABLE_FIELDS`; the others are copied from ``old``); linked to ``old``, not embedded.
+    With ``config.resolve_times`` and no new metadata, its time expressions are those of ``content``.
+
+    Raises:
+        InvalidInput: an unknown field, or empty content.
+        TextTooLong: content over ``config.max_record_chars`` (an update is never split).
+    """
+    unknown = set(changes) - UPDATABLE_FIELDS
+    if unknown:
+        raise InvalidInput(f"update: unknown fields {sorted(unknown)}; allowed: {sorted(UPDATABLE_FIELDS)}")
+    if not isinstance(content, str) or not content.strip():
+        raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
+    if len(content) > config.max_record_chars:
+        raise TextTooLong(f"content: {len(content):,} characters, limit for an update is {config.max_record_chars:,}")
+    pinned = changes.get("pinned", old.pinned)
+    new_type = parse_type(changes.get("type", old.type))
+    new = MemoryRecord(
+        id=new_id(),
+        namespace=old.namespace,
+        content=content,
+        type=new_type,
+        role=changes.get("role", old.role),
+        source=old.source,
+        event_time=changes.get("event_time", old.event_time),
+        seq=old.seq,
+        segment=old.segment,
+        priority=changes.get("priority", old.priority),
+        importance=changes.get("importance", old.importance),
+        pinned=pinned,
+        tier=Tier.CORE if pinned or new_type is MemoryType.HARD_CONSTRAINT else Tier.DYNAMIC,
+        confidence=changes.get("confidence", old.confidence),
+        supersedes=old.id,
+        metadata=changes.get("metadata", old.metadata),
+    )
+    if config.resolve_times and "metadata" not in changes:  # the new text's own time expressions
+        meta = {key: value for key, value in new.metadata.items() if key != "time_refs"}
+        refs = time_refs_metadata(content, new.event_time)
+        new = new.evolve(metadata=meta | {"time_refs": refs} if refs else meta)
+    return new
+
+
+# --- what the new records do to the stored ones ---------------------------------------------
+
+
+def look_up_duplicates(
+    store: Store, namespace: str, drafts: Sequence[list[MemoryRecord]], *, dedupe: bool
+) -> tuple[list[str], list[MemoryRecord], list[MemoryRecord], dict[str, RequireUnique], list[RequireUnchanged]]:
+    """Which ``drafts`` (the records of each new memory, from :func:`draft`) are already current in
+    ``namespace``: with ``dedupe``, a one-record draft whose content, role, segment and seq a current
+    record (or an earlier draft) has is not new.
+
+    Returns (one id per draft: the existing record's, else the draft's first record's; the records
+    to write; archived records said again, moved back to a hot tier; the
+    :class:`~retain.store.base.RequireUnique` guard of each new deduplicated record id, and the
+    :class:`~retain.store.base.RequireUnchanged` guard of each existing record found, current and in
+    the tier it was found in: both re-check the look-up in the write transaction, so a record
+    deleted or superseded meanwhile is neither written back from a stale copy nor handed out).
+    """
+    ids: list[str] = []
+    fresh: list[MemoryRecord] = []
+    seen: dict[tuple[str, str | None, str | None, int | None], str] = {}  # the look-up's fields, compared as such
+    guards: dict[str, RequireUnique] = {}  # the look-up each new record passed, re-checked as it is written
+    held: dict[str, RequireUnchanged] = {}  # the existing records the look-up found, likewise
+    restored: list[MemoryRecord] = []
+    for parts in drafts:
+        head = parts[0]
+        key = (head.content_hash, head.role, head.segment, head.seq)
+        if dedupe and len(parts) == 1:
+            if key in seen:
+                ids.append(seen[key])
+                continue
+            existing = store.batch(
+                [
+                    FindByHash(
+                        namespace,
+                        head.content_hash,
+                        in_context=True,
+                        role=head.role,
+                        segment=head.segment,
+                        seq=head.seq,
+                    )
+                ]
+            )[0]
+            if existing is not None:
+                ids.append(existing.id)
+                seen[key] = existing.id
+                held[existing.id] = RequireUnchanged(namespace, existing.id, existing.tier)
+                if existing.tier is Tier.ARCHIVE:  # said again: it matters again, back to hot
+                    tier = Tier.CORE if is_mandatory(existing) else Tier.DYNAMIC
+                    restored.append(existing.evolve(tier=tier))
+                continue
+            seen[key] = head.id
+            guards[head.id] = RequireUnique(namespace, head.content_hash, head.role, head.segment, head.seq)
+        ids.append(head.id)
+        fresh.extend(parts)
+    return ids, fresh, restored, guards, list(held.values())
+
+
+def merge_paraphrases(
+    store: Store, namespace: str, fresh: list[MemoryRecord]
+) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord, str]]]:
+    """Split ``fresh`` into records to store and (newcomer, updated existing record, reason)
+    merges of paraphrases of current records (split parts are never merged)."""
+    from retain.ingest.conflict import Relation, decide
+
+    keep: list[MemoryRecord] = []
+    merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
+    merged_into: dict[str, MemoryRecord] = {}
+    for rec in fresh:
+        if rec.embedding is None or "split_group" in rec.metadata or is_canary(rec):
+            keep.append(rec)
+            continue
+        near = store.search_vector(namespace, rec.embedding, RecordFilter(tiers=None), limit=3)
+        found = {r.id: r for r in store.get(namespace, [h.id for h in near]) if not is_canary(r)}
+        candidates = [(merged_into.get(h.id, found[h.id]), h.score) for h in near if h.id in found]
+        decision = decide(rec, candidates)
+        if decision.relation is not Relation.PARAPHRASE or decision.target is None:
+            keep.append(rec)
+            continue
+        old = decision.target
+        entry = {
+            "source": rec.source,
+            "role": rec.role,
+            "event_time": None if rec.event_time is None else rec.event_time.isoformat(),
+            "content": rec.content,
+        }
+        merged_into[old.id] = old.evolve(metadata={**old.metadata, "merged": [*old.metadata.get("merged", []), entry]})
+        merges.append((rec, old, decision.reason))
+    return keep, [(new, merged_into[old.id], reason) for new, old, reason in merges]
+
+
+def supersede(
+    store: Store,
+    namespace: str,
+    fresh: list[MemoryRecord],
+    actor: str,
+    config: MemoryConfig,
+    *,
+    typed: Collection[str] = (),
+) -> tuple[list[MemoryRecord], list[MemoryRecord], list[AuditEntry]]:
+    """Link each update among ``fresh`` to the record it supersedes. Returns (fresh with links
+    set, stored records now superseded, "supersede" audit entries).
+
+    A record that supersedes a hard constraint is itself a hard constraint (the corrected
+    limit), unless its caller gave a type (``typed`` ids): it takes the type and the core tier.
+    An actor outside ``config.trusted_actors`` never supersedes a hard constraint or a pinned
+    record: the proposal is dropped and audited as a refused "supersede". Nor does a record
+    without an explicit correction (:func:`retain.text.cues.explicit_cues`) supersede a hard
+    constraint: :func:`~retain.ingest.conflict.find_updates` holds the proposal back and it is audited
+    as a refused "supersede" too (the constraint stays current and mandatory)."""
+    from retain.ingest.conflict import Relation, find_updates
+
+    found = find_updates(store, namespace, fresh, judge=config.conflict_judge)
+    refused: list[AuditEntry] = [
+        AuditEntry(
+            namespace,
+            "supersede",
+            d.held.target.id,
+            actor,
+            "hard constraint kept: no explicit correction",  # no content: values and cues stay out
+            details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.held.signals)},
+        )
+        for new, d in found
+        if d.held is not None and d.held.target is not None
+    ]
+    found = [(new, d) for new, d in found if d.relation is Relation.UPDATE]
+    if actor not in config.trusted_actors:  # an untrusted writer never retires a protected record
+        keep = []
+        for new, d in found:
+            if d.target is not None and (d.target.pinned or d.target.type is MemoryType.HARD_CONSTRAINT):
+                refused.append(
+                    AuditEntry(
+                        namespace,
+                        "supersede",
+                        d.target.id,
+                        actor,
+                        "untrusted actor: protected record kept",
+                        details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.signals)},
+                    )
+                )
+            else:
+                keep.append((new, d))
+        found = keep
+    links = {new.id: d.target.id for new, d in found if d.target is not None}
+    back = {old: new for new, old in links.items()}
+    fresh_ids = {r.id for r in fresh}
+    retire = [d.target for _, d in found if d.target is not None and d.target.id not in fresh_ids]
+    old_types = {d.target.id: d.target.type for _, d in found if d.target is not None}
+
+    def relink(r: MemoryRecord) -> MemoryRecord:
+        if r.id in back:  # superseded: history now, no longer mandatory unless pinned
+            tier = Tier.DYNAMIC if r.tier is Tier.CORE and not r.pinned else r.tier
+            r = r.evolve(superseded_by=back[r.id], tier=tier)
+        if r.id not in links:
+            return r
+        r = r.evolve(supersedes=links[r.id])
+        if old_types.get(links[r.id]) is MemoryType.HARD_CONSTRAINT and r.id not in typed:
+            r = r.evolve(type=MemoryType.HARD_CONSTRAINT, tier=Tier.CORE)
+        return r
+
+    audit = [
+        AuditEntry(
+            namespace,
+            "supersede",
+            d.target.id,
+            actor,
+            f"update detected on add ({'+'.join(d.signals)})",  # no content: values and cues stay out
+            details={"superseded_by": new.id, "signals": list(d.signals), "n_cues": len(d.cues), **d.scores()},
+        )
+        for new, d in found
+        if d.target is not None
+    ]
+    return [relink(r) for r in fresh], [relink(r) for r in retire], audit + refused
+
+
+# --- importance on arrival (EMBER) --------------------------------------------------------
+
+
+def score_utility(
+    model: UtilityModel | None,
+    store: Store,
+    namespace: str,
+    records: list[MemoryRecord],
+    *,
+    explicit: set[str],
+    mean_tokens: float | None,
+    dim: int,
+) -> list[MemoryRecord]:
+    """Set ``importance`` = the utility ``model``'s prediction (0..1, higher = more likely needed later)
+    on ``records`` whose caller gave none (ids and split groups not in ``explicit``). Each record is
+    scored in its causal context (:class:`~retain.retention.utility.UtilityContext`): the record before it in its
+    segment, the embeddings of the hot records nearest to it ((<=5, ``dim``) float32) and the hot set's
+    ``mean_tokens``. No model: ``records`` unchanged.
+    """
+    todo = [
+        i for i, r in enumerate(records) if r.id not in explicit and r.metadata.get("split_group", r.id) not in explicit
+    ]
+    if model is None or not todo:
+        return records
+    from retain.retention.utility import UtilityContext, check_scores
+
+    contexts = []
+    previous: MemoryRecord | None = None
+    for i in todo:
+        rec = records[i]
+        if previous is None or previous.seq is None or rec.seq != previous.seq + 1:
+            previous = predecessor(store, rec)
+        held = nearest_held(store, namespace, rec, dim)
+        contexts.append(UtilityContext(held=held, previous=previous, mean_length=mean_tokens))
+        previous = rec
+    scores = check_scores(model.score([records[i] for i in todo], contexts), getattr(model, "name", "?"), len(todo))
+    out = list(records)
+    for i, score in zip(todo, scores, strict=True):
+        out[i] = records[i].evolve(importance=float(score))
+    return out
+
+
+def predecessor(store: Store, record: MemoryRecord) -> MemoryRecord | None:
+    """The record just before ``record`` in its segment (``seq`` - 1, any tier), or None."""
+    if record.seq is None or record.seq == 0:
+        return None
+    flt = RecordFilter(tiers=None, seqs=(record.seq - 1,))
+    found = [r for r in store.list_records(record.namespace, flt) if r.segment == record.segment]
+    return found[0] if found else None
+
+
+def nearest_held(
+    store: Store, namespace: str, record: MemoryRecord, dim: int, k: int = 5, exclude: str | None = None
+) -> npt.NDArray[np.float32]:
+    """(<=k, dim) float32 embeddings of the hot records closest to ``record`` (novelty context)."""
+    if record.embedding is None:
+        return np.zeros((0, dim), dtype=np.float32)
+    near = [h for h in store.search_vector(namespace, record.embedding, RecordFilter(), limit=k + 1)]
+    ids = [h.id for h in near if h.id != exclude][:k]
+    held = [r.embedding for r in store.get(namespace, ids) if r.embedding is not None]
+    return np.stack(held).astype(np.float32) if held else np.zeros((0, dim), dtype=np.float32)

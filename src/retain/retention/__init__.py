@@ -1,0 +1,3 @@
+"""Budgeted evidence retention (EMBER): budgets, predicted utility, retention policies (greedy,
+knapsack, incremental, Lagrangian) and their constraints.
+"""

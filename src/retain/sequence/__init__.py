@@ -1,0 +1,1 @@
+"""Sequential memory: timelines, episodes and segments with summaries."""

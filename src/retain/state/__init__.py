@@ -1,0 +1,1 @@
+"""State-adaptive memory (SAM): the agent state, its encoder and the state-conditioned scorer."""

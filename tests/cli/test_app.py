@@ -1,0 +1,84 @@
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from retain.cli.app import app
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+runner = CliRunner()
+
+
+def _commands(typer_app, prefix=""):
+    import typer.main
+
+    group = typer.main.get_command(typer_app)
+    out = []
+    for name, cmd in group.commands.items():
+        full = f"{prefix}{name}"
+        if hasattr(cmd, "commands"):
+            out += [f"{full} {sub}" for sub in cmd.commands]
+        else:
+            out.append(full)
+    return out
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("RETAIN_ENCODER", "hashing-64")
+    monkeypatch.setenv("RETAIN_DB", str(tmp_path / "cli.db"))
+    return tmp_path
+
+
+def test_every_command_has_help_and_is_in_readme():
+    readme = README.read_text(encoding="utf-8")
+    commands = _commands(app)
+    assert {"add", "search", "export", "info", "eval locomo"} <= set(commands)
+    for command in commands:
+        result = runner.invoke(app, [*command.split(), "--help"])
+        assert result.exit_code == 0, command
+        assert "Usage" in result.output
+        assert re.search(rf"retain {re.escape(command)}\b", readme), f"README lacks 'retain {command}'"
+
+
+def test_add_search_export_info_round_trip(env):
+    added = runner.invoke(app, ["add", "用户喜欢绿茶 🍵", "-n", "alice"])
+    assert added.exit_code == 0, added.output
+    record_id = added.output.strip()
+    again = runner.invoke(app, ["add", "用户喜欢绿茶 🍵", "-n", "alice"])
+    assert again.output.strip() == record_id
+    found = runner.invoke(app, ["search", "绿茶", "-n", "alice", "--json"])
+    assert found.exit_code == 0
+    hits = json.loads(found.output)
+    assert hits[0]["record"]["id"] == record_id
+    exported = runner.invoke(app, ["export", "-n", "alice"])
+    assert "用户喜欢绿茶 🍵" in exported.output
+    info = json.loads(runner.invoke(app, ["info"]).output)
+    assert info["encoder"] == "hashing-64"
+    assert info["namespaces"]["alice"]["dynamic"] == 1
+
+
+def test_add_empty_text_fails_cleanly(env):
+    result = runner.invoke(app, ["add", "   ", "-n", "alice"])
+    assert result.exit_code == 2
+    assert "content" in result.output
+
+
+def test_eval_locomo_missing_data_is_a_clear_error(env):
+    result = runner.invoke(app, ["eval", "locomo", "--data", str(env / "missing.json")])
+    assert result.exit_code == 2
+    assert "no such file" in result.output
+
+
+def test_an_unknown_namespace_gets_a_hint_on_stderr(env):
+    assert runner.invoke(app, ["add", "The ferry leaves at 07:40.", "-n", "trip-42"]).exit_code == 0
+    found = runner.invoke(app, ["search", "ferry", "-n", "trip-4"])
+    assert found.exit_code == 0 and "namespace 'trip-4' holds no records" in found.stderr
+    assert "trip-42" in found.stderr
+    exported = runner.invoke(app, ["export", "-n", "trip-4"])
+    assert exported.exit_code == 0 and "holds no records" in exported.stderr
+    assert json.loads(exported.stdout)["records"] == []
+    known = runner.invoke(app, ["search", "ferry", "-n", "trip-42"])
+    assert "holds no records" not in known.stderr
