@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from retain.cli.app import make_encoder
+from retain.cli.common import make_encoder
 from retain.encoders.basis import Encoder
 from retain.eval.scenarios import actor_for_role
 from retain.memory import Memory, MemoryConfig

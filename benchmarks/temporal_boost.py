@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from retain.cli.app import make_encoder
+from retain.cli.common import make_encoder
 from retain.eval.datasets import load_locomo
 from retain.eval.locomo import HEADLINE_CATEGORIES, ingest
 from retain.eval.metrics import recall_at_k

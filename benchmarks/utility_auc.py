@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from retain.cli.app import make_encoder
+from retain.cli.common import make_encoder
 from retain.cli.utility import SHARES, beam_chat_dirs, loco_table
 from retain.eval.datasets import load_locomo, resolve_locomo
 from retain.eval.utility_traces import beam_traces, evaluate, loco_auc, locomo_traces

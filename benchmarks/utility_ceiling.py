@@ -34,7 +34,7 @@ from rich.console import Console
 from sklearn.decomposition import PCA
 from sklearn.ensemble import HistGradientBoostingClassifier
 
-from retain.cli.app import make_encoder
+from retain.cli.common import make_encoder
 from retain.cli.utility import SHARES, loco_table
 from retain.eval.datasets import load_locomo, resolve_locomo
 from retain.eval.utility_traces import evaluate_scores, loco_auc, locomo_traces

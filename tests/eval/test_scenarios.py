@@ -475,12 +475,12 @@ def test_trace_embeds_no_more_than_one_scenario_of_eval(monkeypatch: pytest.Monk
     no text more often than ``run_scenarios`` embeds it for the same scenario (counted work, not time)."""
     from collections import Counter
 
-    import retain.cli.app
+    import retain.cli.scenarios
 
     path = SHARED_SCENARIOS / "travel-valmora-family-001.json"
     sc = load_scenario(path)
     counted = _CountingEncoder()
-    monkeypatch.setattr(retain.cli.app, "make_encoder", lambda name: counted)
+    monkeypatch.setattr(retain.cli.scenarios, "make_encoder", lambda name: counted)
     result = CliRunner().invoke(app, ["trace", str(path)])
     assert result.exit_code == 0, result.output
     assert result.output.count("missed needed:") == len(sc.probes)

@@ -1,24 +1,22 @@
 """CLI commands for :mod:`retain.safety.audit`: ``retain audit verify``, ``retain snapshot``, ``retain diff``.
 
-Added to an app by :func:`register` (``retain.cli.app`` calls it). The commands open the store file
-directly (no encoder is loaded) and print plain text.
+Added to the root app by :func:`register` (called by :mod:`retain.cli.app`). The commands open the
+store file directly (no encoder is loaded) and print plain text.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
+from retain.cli.common import fail_plain, open_store
 from retain.cli.options import PANEL_INSPECT, DbOption
-from retain.config import Settings
 from retain.errors import RetainError
 from retain.safety.audit import Snapshot, SnapshotDiff, diff, snapshot, verify_store
-from retain.store.sqlite import SQLiteStore
 
-__all__ = ["audit_app", "register"]
+__all__ = ["audit_app", "diff_command", "format_diff", "register", "snapshot_command", "verify_command"]
 
 audit_app = typer.Typer(help="The audit log: check that it is intact.", no_args_is_help=True)
 
@@ -45,13 +43,13 @@ def verify_command(
     """Recompute the audit log's hash chain. Exit 0 when intact, 1 listing the problems, 2 on error."""
     checkpoints = _parse_checkpoints(checkpoint or [])
     try:
-        store = _open_store(db)
+        store = open_store(db)
         try:
             report = verify_store(store, checkpoints=checkpoints)
         finally:
             store.close()
     except RetainError as exc:
-        _fail(str(exc))
+        fail_plain(str(exc))
     if report.ok:
         typer.echo(f"ok: {report.entries} audit entries, hash chain intact")
         if report.head_seq is not None:
@@ -73,13 +71,13 @@ def snapshot_command(
 ) -> None:
     """Snapshot a namespace's records (ids, content hashes, tiers, priorities; no content) as JSON."""
     try:
-        store = _open_store(db)
+        store = open_store(db)
         try:
             snap = snapshot(store, namespace)
         finally:
             store.close()
     except RetainError as exc:
-        _fail(str(exc))
+        fail_plain(str(exc))
     if not snap.records:
         typer.echo(f"warning: namespace {namespace!r} holds no records", err=True)
     text = snap.to_json()
@@ -98,7 +96,7 @@ def diff_command(
     try:
         a, b = (Snapshot.from_json(_read(path)) for path in (before, after))
     except RetainError as exc:
-        _fail(str(exc))
+        fail_plain(str(exc))
     typer.echo(
         f"{before} ({a.namespace}, {a.taken_at:%Y-%m-%d %H:%M:%S} UTC) -> "
         f"{after} ({b.namespace}, {b.taken_at:%Y-%m-%d %H:%M:%S} UTC)"
@@ -134,26 +132,7 @@ def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except OSError as exc:
-        _fail(f"cannot read {path}: {exc.strerror or exc}")
-
-
-def _open_store(db: Path | None) -> SQLiteStore:
-    path = db if db is not None else Settings.from_env().db_path
-    if not path.exists():
-        _fail(f"no store at {path} (give --db PATH or set RETAIN_DB)")
-    try:
-        store = SQLiteStore(path)
-    except sqlite3.Error as exc:
-        _fail(f"cannot open {path}: {exc}")
-    try:
-        store.setup()
-    except sqlite3.Error as exc:
-        store.close()
-        _fail(f"cannot open {path}: {exc}")
-    except BaseException:
-        store.close()
-        raise
-    return store
+        fail_plain(f"cannot read {path}: {exc.strerror or exc}")
 
 
 def _parse_checkpoints(values: list[str]) -> dict[int, str]:
@@ -164,8 +143,3 @@ def _parse_checkpoints(values: list[str]) -> dict[int, str]:
             raise typer.BadParameter(f"--checkpoint: {value!r} is not SEQ:HASH (a 64-character sha256 hex)")
         out[int(seq)] = digest.strip().lower()
     return out
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)

@@ -1,35 +1,29 @@
 """CLI commands for context provenance and canaries: ``retain context``, ``retain explain``,
-``retain add-canary``, ``retain check``; and the global ``--log`` option (structured log).
+``retain add-canary``, ``retain check``.
 
-Added to an app by :func:`register` (``retain.cli.app`` calls it). ``explain`` and ``check`` open the
-store file directly (no encoder is loaded).
+Added to the root app by :func:`register` (called by :mod:`retain.cli.app`). ``explain`` and ``check``
+open the store file directly (no encoder is loaded).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
-from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from retain.cli.common import fail_plain, open_memory, open_store
 from retain.cli.options import PANEL_INSPECT, PANEL_MEMORY, DbOption, NamespaceOption, StateOption, parse_state
-from retain.config import Settings
 from retain.errors import RetainError
 from retain.safety.canary import check
 from retain.safety.context import Provenance, explain
-from retain.safety.observe import configure_logging, disable_logging
 from retain.safety.redaction import redact_record
-from retain.store.sqlite import SQLiteStore
 
-__all__ = ["LOG_FORMATS", "register"]
-
-LOG_FORMATS = ("json", "console")
+__all__ = ["add_canary_command", "check_command", "context_command", "explain_command", "register"]
 
 
 def register(app: typer.Typer) -> None:
@@ -38,18 +32,6 @@ def register(app: typer.Typer) -> None:
     app.command("explain", rich_help_panel=PANEL_INSPECT)(explain_command)
     app.command("add-canary", rich_help_panel=PANEL_INSPECT)(add_canary_command)
     app.command("check", rich_help_panel=PANEL_INSPECT)(check_command)
-
-
-def setup_logging(ctx: typer.Context, log: str | None) -> None:
-    """Turn the structured log on for one CLI run (``--log``, else ``$RETAIN_LOG``); lines go to
-    standard error, and logging is turned off again when the command ends."""
-    fmt = log if log is not None else Settings.from_env().log
-    if fmt is None:
-        return
-    if fmt not in LOG_FORMATS:
-        raise typer.BadParameter(f"--log / RETAIN_LOG: {fmt!r} is not one of {', '.join(LOG_FORMATS)}")
-    configure_logging(json=fmt == "json", stream=sys.stderr)
-    ctx.call_on_close(disable_logging)
 
 
 def context_command(
@@ -65,14 +47,12 @@ def context_command(
 
     With --state, the working tier takes the current phase's records and the long-term hits are
     ranked by state-adaptive search."""
-    from retain.cli.app import _open
-
     try:
         agent_state = parse_state(state)
-        with _open(db) as mem:
+        with open_memory(db) as mem:
             ctx = mem.context(query, namespace=namespace, budget_tokens=budget, k=k, state=agent_state)
     except RetainError as exc:
-        _fail(str(exc))
+        fail_plain(str(exc))
     if as_json:
         typer.echo(json.dumps({"text": ctx.text, **ctx.provenance.to_dict()}, ensure_ascii=False, indent=2))
         return
@@ -92,13 +72,13 @@ def explain_command(
     db: DbOption = None,
 ) -> None:
     """Show how a context was packed: records in (scores, sources), candidates left out and why."""
-    store = _open_store(db)
+    store = open_store(db)
     try:
         prov = explain(store, provenance_id)
         ids = [i.record_id for i in prov.items] + [x.record_id for x in prov.left_out]
         present = {r.id: redact_record(r).record.content for r in store.get(prov.namespace, ids)}  # as search shows it
     except RetainError as exc:
-        _fail(str(exc))
+        fail_plain(str(exc))
     finally:
         store.close()
     if as_json:
@@ -113,13 +93,11 @@ def add_canary_command(
     db: DbOption = None,
 ) -> None:
     """Plant a canary record (pinned, hidden from search) and print its id; 'retain check' watches it."""
-    from retain.cli.app import _open
-
     try:
-        with _open(db, create=True) as mem:
+        with open_memory(db, create=True) as mem:
             typer.echo(mem.add_canary(text, namespace=namespace))
     except RetainError as exc:
-        _fail(str(exc))
+        fail_plain(str(exc))
 
 
 def check_command(
@@ -129,11 +107,11 @@ def check_command(
     db: DbOption = None,
 ) -> None:
     """Check that every canary is still held unchanged. Exit 0 when all are, 1 listing the others."""
-    store = _open_store(db)
+    store = open_store(db)
     try:
         report = check(store, namespace)
     except RetainError as exc:
-        _fail(str(exc))
+        fail_plain(str(exc))
     finally:
         store.close()
     counts = report.counts()
@@ -194,21 +172,3 @@ def _preview(content: str | None) -> str:
     if content is None:
         return "(deleted)"
     return escape(content if len(content) <= 60 else content[:59] + "…")
-
-
-def _open_store(db: Path | None) -> SQLiteStore:
-    path = db if db is not None else Settings.from_env().db_path
-    if not path.exists():
-        _fail(f"no store at {path} (give --db PATH or set RETAIN_DB)")
-    store = SQLiteStore(path)
-    try:
-        store.setup()
-    except (sqlite3.Error, RetainError) as exc:
-        store.close()
-        _fail(f"cannot open {path}: {exc}")
-    return store
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=2)

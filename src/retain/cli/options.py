@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from retain.encoders.basis import DEFAULT_ENCODER
 from retain.errors import InvalidInput
 from retain.state.agent import STATE_KEYS, AgentState
 
@@ -18,6 +19,7 @@ __all__ = [
     "PANEL_MODELS",
     "STATE_FILE_LIMIT",
     "DbOption",
+    "EncoderOption",
     "NamespaceOption",
     "RawOption",
     "StateOption",
@@ -33,6 +35,9 @@ STATE_FILE_LIMIT = 1 << 20
 """Largest ``--state`` value read (bytes of the file or of the UTF-8 argument): 1 MiB."""
 
 DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
+EncoderOption = Annotated[
+    str, typer.Option("--encoder", help=f"Encoder: 'minilm' ({DEFAULT_ENCODER}, default) or 'hashing-<dim>' (tests).")
+]
 NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")]
 RawOption = Annotated[bool, typer.Option("--raw", help="Show secrets and personal data as stored (no redaction).")]
 StateOption = Annotated[

@@ -1,7 +1,7 @@
 """Record commands of the ``retain`` command line: ``import`` (JSON Lines), ``timeline``, ``history``,
 ``pin`` / ``unpin``, ``delete`` and ``forget``.
 
-Wired into the main app by ``register(app)`` from :mod:`retain.cli.app`.
+Added to the root app by :func:`register` (called by :mod:`retain.cli.app`).
 """
 
 from __future__ import annotations
@@ -13,19 +13,29 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from retain.cli.common import console, fail, hint_namespace, open_memory
 from retain.cli.options import PANEL_MEMORY, DbOption, NamespaceOption, RawOption
 from retain.errors import InvalidInput, RetainError
 from retain.record import MemoryRecord
 
-__all__ = ["IMPORT_FILE_LIMIT", "read_jsonl", "register"]
+__all__ = [
+    "IMPORT_FILE_LIMIT",
+    "delete_cmd",
+    "forget_cmd",
+    "history_cmd",
+    "import_cmd",
+    "pin_cmd",
+    "read_jsonl",
+    "register",
+    "timeline_cmd",
+    "unpin_cmd",
+]
 
 IMPORT_FILE_LIMIT = 256 << 20
 """Largest file ``retain import`` reads: 256 MiB (bytes)."""
 
-_console = Console(width=None if sys.stdout.isatty() else 140)
 _ITEM = re.compile(r"^item (\d+): ")
 
 ActorOption = Annotated[
@@ -96,185 +106,177 @@ def _time(record: MemoryRecord) -> str:
 
 def register(app: typer.Typer) -> None:
     """Add ``import``, ``timeline``, ``history``, ``pin``, ``unpin``, ``delete`` and ``forget`` to ``app``."""
-    from retain.cli.app import _fail, _open
+    app.command("import", rich_help_panel=PANEL_MEMORY)(import_cmd)
+    app.command("timeline", rich_help_panel=PANEL_MEMORY)(timeline_cmd)
+    app.command("history", rich_help_panel=PANEL_MEMORY)(history_cmd)
+    app.command("pin", rich_help_panel=PANEL_MEMORY)(pin_cmd)
+    app.command("unpin", rich_help_panel=PANEL_MEMORY)(unpin_cmd)
+    app.command("delete", rich_help_panel=PANEL_MEMORY)(delete_cmd)
+    app.command("forget", rich_help_panel=PANEL_MEMORY)(forget_cmd)
 
-    @app.command("import", rich_help_panel=PANEL_MEMORY)
-    def import_cmd(
-        file: Annotated[
-            str, typer.Argument(help="JSON Lines file, one memory object per line; '-' reads standard input.")
-        ],
-        namespace: NamespaceOption,
-        actor: ActorOption = "user",
-        db: DbOption = None,
-    ) -> None:
-        """Add many memories from a JSON Lines file in one transaction.
 
-        Each line is an object with the fields of add ("content" required; "type", "role", "source",
-        "event_time" (ISO 8601 with offset), "seq", "segment", "importance", "pinned", "metadata",
-        "state"). Every line is checked before anything is written: one bad line stores none and the
-        error names its line number."""
-        try:
-            items, lines = read_jsonl(file)
-        except RetainError as exc:
-            _fail(exc)
-            return
-        try:
-            with _open(db, create=True) as mem:
-                ids = mem.add_many(items, namespace=namespace, actor=actor)
-        except RetainError as exc:
-            _fail(_by_line(exc, lines))
-            return
-        distinct = len(dict.fromkeys(ids))
-        _console.print(
-            f"imported {len(items)} lines into {namespace!r}: {distinct} records ({len(items) - distinct} already held)"
+def import_cmd(
+    file: Annotated[str, typer.Argument(help="JSON Lines file, one memory object per line; '-' reads standard input.")],
+    namespace: NamespaceOption,
+    actor: ActorOption = "user",
+    db: DbOption = None,
+) -> None:
+    """Add many memories from a JSON Lines file in one transaction.
+
+    Each line is an object with the fields of add ("content" required; "type", "role", "source",
+    "event_time" (ISO 8601 with offset), "seq", "segment", "importance", "pinned", "metadata",
+    "state"). Every line is checked before anything is written: one bad line stores none and the
+    error names its line number."""
+    try:
+        items, lines = read_jsonl(file)
+    except RetainError as exc:
+        fail(exc)
+    try:
+        with open_memory(db, create=True) as mem:
+            ids = mem.add_many(items, namespace=namespace, actor=actor)
+    except RetainError as exc:
+        fail(_by_line(exc, lines))
+    distinct = len(dict.fromkeys(ids))
+    console.print(
+        f"imported {len(items)} lines into {namespace!r}: {distinct} records ({len(items) - distinct} already held)"
+    )
+
+
+def timeline_cmd(
+    namespace: NamespaceOption,
+    query: Annotated[
+        str | None,
+        typer.Option("--query", "-q", help="Only the episodes of this topic, one per session per round."),
+    ] = None,
+    start: Annotated[str | None, typer.Option(help="Keep event times >= START (ISO 8601 with offset, UTC).")] = None,
+    end: Annotated[str | None, typer.Option(help="Keep event times < END (ISO 8601 with offset, UTC).")] = None,
+    limit: Annotated[int | None, typer.Option(help="Most records to show (default: all; 10 with --query).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
+    raw: RawOption = False,
+    db: DbOption = None,
+) -> None:
+    """Current records of a namespace in event order.
+
+    By event time (UTC), then session, then seq; unknown times last. Secrets and personal data
+    are shown as placeholders unless --raw."""
+    from retain.safety.redaction import redact_record
+
+    try:
+        with open_memory(db) as mem:
+            records = mem.timeline(namespace, query=query, start=start, end=end, limit=limit)
+            known = [] if records else mem.store.namespaces()
+    except RetainError as exc:
+        fail(exc)
+    if not records:
+        hint_namespace(namespace, known)
+    shown = records if raw else [redact_record(r).record for r in records]
+    if as_json:
+        console.print_json(json.dumps([_brief(r) for r in shown], ensure_ascii=False))
+        return
+    table = Table("event time", "segment", "seq", "type", "content", "id")
+    for r in shown:
+        table.add_row(
+            _time(r), r.segment or "", "" if r.seq is None else str(r.seq), r.type.value, r.content[:80], r.id
         )
+    console.print(table)
 
-    @app.command("timeline", rich_help_panel=PANEL_MEMORY)
-    def timeline_cmd(
-        namespace: NamespaceOption,
-        query: Annotated[
-            str | None,
-            typer.Option("--query", "-q", help="Only the episodes of this topic, one per session per round."),
-        ] = None,
-        start: Annotated[
-            str | None, typer.Option(help="Keep event times >= START (ISO 8601 with offset, UTC).")
-        ] = None,
-        end: Annotated[str | None, typer.Option(help="Keep event times < END (ISO 8601 with offset, UTC).")] = None,
-        limit: Annotated[int | None, typer.Option(help="Most records to show (default: all; 10 with --query).")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the records as JSON.")] = False,
-        raw: RawOption = False,
-        db: DbOption = None,
-    ) -> None:
-        """Current records of a namespace in event order.
 
-        By event time (UTC), then session, then seq; unknown times last. Secrets and personal data
-        are shown as placeholders unless --raw."""
-        from retain.safety.redaction import redact_record
+def history_cmd(
+    record_id: IdArgument,
+    namespace: NamespaceOption,
+    raw: RawOption = False,
+    db: DbOption = None,
+) -> None:
+    """Every version of a memory, oldest first (what superseded what, and when)."""
+    from retain.safety.redaction import redact_record
 
-        try:
-            with _open(db) as mem:
-                records = mem.timeline(namespace, query=query, start=start, end=end, limit=limit)
-                known = [] if records else mem.store.namespaces()
-        except RetainError as exc:
-            _fail(exc)
-            return
-        if not records:
-            from retain.cli.app import _hint_namespace
+    try:
+        with open_memory(db) as mem:
+            chain = mem.history(record_id, namespace=namespace)
+    except RetainError as exc:
+        fail(exc)
+    table = Table("version", "created (UTC)", "type", "tier", "content", "id")
+    for i, r in enumerate(chain, start=1):
+        shown = r if raw else redact_record(r).record
+        created = shown.created_at.isoformat().replace("+00:00", "Z")
+        table.add_row(str(i), created, shown.type.value, shown.tier.value, shown.content[:80], shown.id)
+    console.print(table)
 
-            _hint_namespace(namespace, known)
-        shown = records if raw else [redact_record(r).record for r in records]
-        if as_json:
-            _console.print_json(json.dumps([_brief(r) for r in shown], ensure_ascii=False))
-            return
-        table = Table("event time", "segment", "seq", "type", "content", "id")
-        for r in shown:
-            table.add_row(
-                _time(r), r.segment or "", "" if r.seq is None else str(r.seq), r.type.value, r.content[:80], r.id
-            )
-        _console.print(table)
 
-    @app.command("history", rich_help_panel=PANEL_MEMORY)
-    def history_cmd(
-        record_id: IdArgument,
-        namespace: NamespaceOption,
-        raw: RawOption = False,
-        db: DbOption = None,
-    ) -> None:
-        """Every version of a memory, oldest first (what superseded what, and when)."""
-        from retain.safety.redaction import redact_record
+def _set_pin(record_id: str, namespace: str, actor: str, reason: str, db: Path | None, *, pinned: bool) -> None:
+    try:
+        with open_memory(db) as mem:
+            change = mem.pin if pinned else mem.unpin
+            record = change(record_id, namespace=namespace, actor=actor, reason=reason)
+    except RetainError as exc:
+        fail(exc)
+    console.print(f"{'pinned' if pinned else 'unpinned'} {record.id} ({record.tier.value})")
 
-        try:
-            with _open(db) as mem:
-                chain = mem.history(record_id, namespace=namespace)
-        except RetainError as exc:
-            _fail(exc)
-            return
-        table = Table("version", "created (UTC)", "type", "tier", "content", "id")
-        for i, r in enumerate(chain, start=1):
-            shown = r if raw else redact_record(r).record
-            created = shown.created_at.isoformat().replace("+00:00", "Z")
-            table.add_row(str(i), created, shown.type.value, shown.tier.value, shown.content[:80], shown.id)
-        _console.print(table)
 
-    def _set_pin(record_id: str, namespace: str, actor: str, reason: str, db: Path | None, *, pinned: bool) -> None:
-        try:
-            with _open(db) as mem:
-                change = mem.pin if pinned else mem.unpin
-                record = change(record_id, namespace=namespace, actor=actor, reason=reason)
-        except RetainError as exc:
-            _fail(exc)
-            return
-        _console.print(f"{'pinned' if pinned else 'unpinned'} {record.id} ({record.tier.value})")
+def pin_cmd(
+    record_id: IdArgument,
+    namespace: NamespaceOption,
+    actor: ActorOption = "user",
+    reason: ReasonOption = "",
+    db: DbOption = None,
+) -> None:
+    """Pin a current record: core tier, never evicted by the budget (audited)."""
+    _set_pin(record_id, namespace, actor, reason, db, pinned=True)
 
-    @app.command("pin", rich_help_panel=PANEL_MEMORY)
-    def pin_cmd(
-        record_id: IdArgument,
-        namespace: NamespaceOption,
-        actor: ActorOption = "user",
-        reason: ReasonOption = "",
-        db: DbOption = None,
-    ) -> None:
-        """Pin a current record: core tier, never evicted by the budget (audited)."""
-        _set_pin(record_id, namespace, actor, reason, db, pinned=True)
 
-    @app.command("unpin", rich_help_panel=PANEL_MEMORY)
-    def unpin_cmd(
-        record_id: IdArgument,
-        namespace: NamespaceOption,
-        actor: ActorOption = "user",
-        reason: ReasonOption = "",
-        db: DbOption = None,
-    ) -> None:
-        """Unpin a record: back to the dynamic tier, subject to the budget (audited)."""
-        _set_pin(record_id, namespace, actor, reason, db, pinned=False)
+def unpin_cmd(
+    record_id: IdArgument,
+    namespace: NamespaceOption,
+    actor: ActorOption = "user",
+    reason: ReasonOption = "",
+    db: DbOption = None,
+) -> None:
+    """Unpin a record: back to the dynamic tier, subject to the budget (audited)."""
+    _set_pin(record_id, namespace, actor, reason, db, pinned=False)
 
-    @app.command("delete", rich_help_panel=PANEL_MEMORY)
-    def delete_cmd(
-        record_id: IdArgument,
-        namespace: NamespaceOption,
-        actor: ActorOption = "user",
-        reason: ReasonOption = "",
-        db: DbOption = None,
-    ) -> None:
-        """Purge a memory with every version and split part of it.
 
-        The audit log keeps only the fact of the deletion (ids, no content). Prints how many records
-        were purged."""
-        try:
-            with _open(db) as mem:
-                purged = mem.delete(record_id, namespace=namespace, actor=actor, reason=reason)
-        except RetainError as exc:
-            _fail(exc)
-            return
-        _console.print(f"deleted {purged} record{'s' if purged != 1 else ''}")
+def delete_cmd(
+    record_id: IdArgument,
+    namespace: NamespaceOption,
+    actor: ActorOption = "user",
+    reason: ReasonOption = "",
+    db: DbOption = None,
+) -> None:
+    """Purge a memory with every version and split part of it.
 
-    @app.command("forget", rich_help_panel=PANEL_MEMORY)
-    def forget_cmd(
-        query_or_id: Annotated[
-            str, typer.Argument(help="A record id, or a query (its best K hits sharing a term with it).")
-        ],
-        namespace: NamespaceOption,
-        k: Annotated[int, typer.Option("-k", help="Hits of a query to forget.", min=1)] = 1,
-        actor: ActorOption = "user",
-        reason: ReasonOption = "",
-        db: DbOption = None,
-    ) -> None:
-        """Forget a record by id or the K best hits of a query (every tier), with all their versions.
+    The audit log keeps only the fact of the deletion (ids, no content). Prints how many records
+    were purged."""
+    try:
+        with open_memory(db) as mem:
+            purged = mem.delete(record_id, namespace=namespace, actor=actor, reason=reason)
+    except RetainError as exc:
+        fail(exc)
+    console.print(f"deleted {purged} record{'s' if purged != 1 else ''}")
 
-        Protected records (hard constraints, pinned) are kept and listed when the actor is untrusted.
-        Exit 1 when something was refused."""
-        try:
-            with _open(db) as mem:
-                report = mem.forget(query_or_id, namespace=namespace, actor=actor, reason=reason, k=k)
-        except RetainError as exc:
-            _fail(exc)
-            return
-        _console.print(f"deleted {len(report.deleted)}: {', '.join(report.deleted) or '-'}")
-        if report.refused:
-            typer.echo(
-                f"refused (protected, actor {report.actor!r} is untrusted): {', '.join(report.refused)}", err=True
-            )
-            raise typer.Exit(code=1)
+
+def forget_cmd(
+    query_or_id: Annotated[
+        str, typer.Argument(help="A record id, or a query (its best K hits sharing a term with it).")
+    ],
+    namespace: NamespaceOption,
+    k: Annotated[int, typer.Option("-k", help="Hits of a query to forget.", min=1)] = 1,
+    actor: ActorOption = "user",
+    reason: ReasonOption = "",
+    db: DbOption = None,
+) -> None:
+    """Forget a record by id or the K best hits of a query (every tier), with all their versions.
+
+    Protected records (hard constraints, pinned) are kept and listed when the actor is untrusted.
+    Exit 1 when something was refused."""
+    try:
+        with open_memory(db) as mem:
+            report = mem.forget(query_or_id, namespace=namespace, actor=actor, reason=reason, k=k)
+    except RetainError as exc:
+        fail(exc)
+    console.print(f"deleted {len(report.deleted)}: {', '.join(report.deleted) or '-'}")
+    if report.refused:
+        typer.echo(f"refused (protected, actor {report.actor!r} is untrusted): {', '.join(report.refused)}", err=True)
+        raise typer.Exit(code=1)
 
 
 def _brief(record: MemoryRecord) -> dict[str, Any]:

@@ -1,6 +1,8 @@
-"""CLI commands ``retain eval scenarios`` (:mod:`retain.eval.scenario_runner`) and ``retain trace``.
+"""Scenario commands: ``retain eval scenarios`` (:mod:`retain.eval.scenario_runner`), ``retain trace``
+(one scenario's probes, hit by hit) and ``retain train-sam`` (fit the state-adaptive scorer).
 
-Added to the ``eval`` group by :func:`register` (``retain.cli.app`` calls it).
+Added to the root app by :func:`register` and to the ``eval`` group by :func:`register_eval` (both
+called by :mod:`retain.cli.app`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from retain.cli.common import cell, fail, make_encoder
 from retain.cli.options import PANEL_MODELS
 from retain.config import Settings
 from retain.errors import RetainError
@@ -20,7 +23,7 @@ from retain.errors import RetainError
 if TYPE_CHECKING:
     from retain.eval.sam_train import TrainTypes
 
-__all__ = ["register"]
+__all__ = ["eval_scenarios", "register", "register_eval", "trace", "train_sam"]
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
@@ -29,12 +32,15 @@ FIGURES = ("recall@5", "recall@10", "mrr", "forbidden_rate", "integrity", "integ
 HEADERS = ("r@5", "r@10", "MRR", "forb.", "integ.", "int. min")
 
 
-def register(eval_app: typer.Typer, app: typer.Typer | None = None) -> None:
-    """Add ``scenarios`` to the ``eval`` group and ``trace`` to ``app``."""
+def register(app: typer.Typer) -> None:
+    """Add ``trace`` and ``train-sam`` to ``app``."""
+    app.command("trace", rich_help_panel=PANEL_MODELS)(trace)
+    app.command("train-sam", rich_help_panel=PANEL_MODELS)(train_sam)
+
+
+def register_eval(eval_app: typer.Typer) -> None:
+    """Add ``scenarios`` to the ``eval`` group ``eval_app``."""
     eval_app.command("scenarios")(eval_scenarios)
-    if app is not None:
-        app.command("trace", rich_help_panel=PANEL_MODELS)(trace)
-        app.command("train-sam", rich_help_panel=PANEL_MODELS)(train_sam)
 
 
 def _parse_budgets(budget: str | None) -> list[int]:
@@ -47,12 +53,6 @@ def _parse_budgets(budget: str | None) -> list[int]:
     if any(v < 0 for v in values) or len(set(values)) != len(values):
         raise typer.BadParameter("--budget: capacities must be distinct whole numbers >= 0 (records)")
     return values
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "–"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def eval_scenarios(
@@ -74,9 +74,8 @@ def eval_scenarios(
     """Replay scenario files (retain-scenario/1) and score every probe: recall@5/10, MRR, forbidden
     rate, constraint integrity and type accuracy, overall and for terse probes, for the full memory
     and each --budget."""
-    from retain.cli.app import make_encoder
     from retain.eval.report import write_json
-    from retain.eval.scenario_runner import K, run_scenarios
+    from retain.eval.scenario_runner import run_scenarios
     from retain.eval.scenarios import load_scenarios
     from retain.retention.budget import BUDGET_POLICIES
 
@@ -95,8 +94,20 @@ def eval_scenarios(
         err_console.print(f"scenarios: {where} ({len(scenarios)} files), encoder {enc.name}")
         result = run_scenarios(scenarios, enc, budgets=budgets, retrievers=names, policy=policy, dataset=where)
     except RetainError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
-        raise typer.Exit(code=2) from exc
+        fail(exc)
+    _print_overall(result)
+    if per_scenario:
+        _print_per_scenario(result)
+    if json_out is not None:
+        write_json(result, json_out)
+        console.print(f"json: {json_out}")
+
+
+def _print_overall(result: dict[str, Any]) -> None:
+    """One row per (budget, retriever) run of :func:`retain.eval.scenario_runner.run_scenarios`, then
+    the scenarios a budget could not hold."""
+    from retain.eval.scenario_runner import K
+
     table = Table(
         title=f"Scenarios: {result['scenarios']} files, {result['events']} events, {result['probes']} probes "
         f"({result['terse_probes']} terse); top-{K}"
@@ -110,9 +121,9 @@ def eval_scenarios(
             "full" if run["budget"] is None else f"{run['budget']:g}",
             run["retriever"],
             run["feasible"],
-            *(_cell(all_[m]) for m in FIGURES),
-            _cell(run["overall"]["type_accuracy"]),
-            *(_cell(terse[m]) for m in ("recall@5", "recall@10", "mrr", "forbidden_rate")),
+            *(cell(all_[m]) for m in FIGURES),
+            cell(run["overall"]["type_accuracy"]),
+            *(cell(terse[m]) for m in ("recall@5", "recall@10", "mrr", "forbidden_rate")),
         )
     console.print(table)
     for run in result["runs"]:
@@ -121,28 +132,28 @@ def eval_scenarios(
                 f"budget {run['budget']:g}: {item['scenario']} infeasible at event {item['event']} "
                 "(predicted hard constraints exceed the capacity; excluded from that budget's overall row)"
             )
-    if per_scenario:
-        detail = Table(title="Per scenario")
-        for col in ("budget", "retriever", "scenario", "probes", *HEADERS, "type acc", "t. r@10"):
-            detail.add_column(col, no_wrap=True)
-        for run in result["runs"]:
-            for sc in run["scenarios"]:
-                head = ["full" if run["budget"] is None else f"{run['budget']:g}", run["retriever"], sc["id"]]
-                if sc["figures"] is None:
-                    detail.add_row(*head, "–", f"infeasible at {sc['infeasible_at']}", *("–" for _ in range(7)))
-                    continue
-                fig = sc["figures"]
-                detail.add_row(
-                    *head,
-                    str(fig["all"]["probes"]),
-                    *(_cell(fig["all"][m]) for m in FIGURES),
-                    _cell(fig["type_accuracy"]),
-                    _cell(fig["terse"]["recall@10"]),
-                )
-        console.print(detail)
-    if json_out is not None:
-        write_json(result, json_out)
-        console.print(f"json: {json_out}")
+
+
+def _print_per_scenario(result: dict[str, Any]) -> None:
+    """One row per (budget, retriever, scenario); an infeasible scenario's row says where it failed."""
+    detail = Table(title="Per scenario")
+    for col in ("budget", "retriever", "scenario", "probes", *HEADERS, "type acc", "t. r@10"):
+        detail.add_column(col, no_wrap=True)
+    for run in result["runs"]:
+        for sc in run["scenarios"]:
+            head = ["full" if run["budget"] is None else f"{run['budget']:g}", run["retriever"], sc["id"]]
+            if sc["figures"] is None:
+                detail.add_row(*head, "–", f"infeasible at {sc['infeasible_at']}", *("–" for _ in range(7)))
+                continue
+            fig = sc["figures"]
+            detail.add_row(
+                *head,
+                str(fig["all"]["probes"]),
+                *(cell(fig["all"][m]) for m in FIGURES),
+                cell(fig["type_accuracy"]),
+                cell(fig["terse"]["recall@10"]),
+            )
+    console.print(detail)
 
 
 def trace(
@@ -154,7 +165,6 @@ def trace(
     """Replay one scenario and print, for each probe, the state, the top-k with score breakdowns
     (content, state, prior, alpha) and which needed events were missed."""
     from retain import Memory
-    from retain.cli.app import make_encoder
     from retain.eval.scenario_runner import add_event, get_retriever, source_prefix
     from retain.eval.scenarios import load_scenario
     from retain.eval.streams import CachingEncoder
@@ -168,8 +178,7 @@ def trace(
         # as the runner does: a text seen before (a repeated probe query, state part or event) is embedded once
         mem = Memory(encoder=CachingEncoder(make_encoder(encoder)))
     except RetainError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
-        raise typer.Exit(code=2) from exc
+        fail(exc)
     prefix = source_prefix(sc.id)
     order = {e.id: e.index for e in sc.events}
     done = -1
@@ -222,7 +231,6 @@ def train_sam(
 ) -> None:
     """Fit the state-adaptive scorer (retain.state.sam) on scenario probes; report cross-validated (5 folds
     by scenario) and held-out recall@5/10 and MRR against content-only ranking on the same pools."""
-    from retain.cli.app import make_encoder
     from retain.eval.sam_train import (
         TRAIN_TYPES,
         cross_validate,
@@ -256,8 +264,7 @@ def train_sam(
         model.meta["figures"] = dict(rows)
         model.save(out)
     except RetainError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True)
-        raise typer.Exit(code=2) from exc
+        fail(exc)
     table = Table(title=f"State-adaptive scorer: {len(files)} training scenarios, {len(train)} probes")
     for col in ("set", "probes", "r@5", "r@10", "MRR", "terse probes", "terse r@5", "terse r@10", "terse MRR"):
         table.add_column(col, no_wrap=True)
@@ -266,9 +273,9 @@ def train_sam(
         table.add_row(
             name,
             str(a["probes"]),
-            *(_cell(a.get(m)) for m in ("recall@5", "recall@10", "mrr")),
+            *(cell(a.get(m)) for m in ("recall@5", "recall@10", "mrr")),
             str(t["probes"]),
-            *(_cell(t.get(m)) for m in ("recall@5", "recall@10", "mrr")),
+            *(cell(t.get(m)) for m in ("recall@5", "recall@10", "mrr")),
         )
     console.print(table)
     console.print(f"model: {out}")

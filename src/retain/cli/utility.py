@@ -1,22 +1,22 @@
 """The ``retain train-utility`` command: fit EMBER's utility predictor (:mod:`retain.retention.utility`).
 
-Wired into the main app by ``register(app)`` from :mod:`retain.cli.app`.
+Added to the root app by :func:`register` (called by :mod:`retain.cli.app`); :func:`loco_table` and
+:func:`beam_chat_dirs` are shared with the utility benchmarks (benchmarks/utility_*.py).
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from retain.cli.common import console, fail, make_encoder
 from retain.cli.options import PANEL_MODELS
 from retain.errors import RetainError
 
-__all__ = ["SHARES", "beam_chat_dirs", "loco_table", "register"]
+__all__ = ["SHARES", "beam_chat_dirs", "loco_table", "register", "train_utility_cmd"]
 
 SHARES = (0.10, 0.25, 0.50)
 
@@ -53,58 +53,54 @@ def beam_chat_dirs(path: Path) -> list[Path]:
 
 def register(app: typer.Typer) -> None:
     """Add the ``train-utility`` command to ``app``."""
+    app.command("train-utility", rich_help_panel=PANEL_MODELS)(train_utility_cmd)
 
-    @app.command("train-utility", rich_help_panel=PANEL_MODELS)
-    def train_utility_cmd(
-        out: Annotated[Path, typer.Option(help="Where to write the utility model JSON.")],
-        data: Annotated[
-            Path | None, typer.Option(help="LoCoMo-format file (default: see 'retain eval locomo'). Dev data only.")
-        ] = None,
-        beam: Annotated[
-            Path | None, typer.Option(help="A BEAM chat folder, or a folder of them (e.g. .../beam/100K). Dev only.")
-        ] = None,
-        encoder: Annotated[
-            str, typer.Option(help="Encoder: 'minilm' (default) or 'hashing-<dim>' (tests).")
-        ] = "minilm",
-        loco: Annotated[bool, typer.Option(help="Print the leave-one-conversation-out figures first.")] = True,
-    ) -> None:
-        """Fit the utility predictor (P(a record is needed later)) on oracle traces and write it as JSON.
 
-        Each LoCoMo conversation (and BEAM chat) is replayed in order; a turn is positive when some
-        question's evidence points at it. Prints leave-one-conversation-out ROC-AUC and the hit rates of
-        keeping the top 10 / 25 / 50 % by score, then fits on everything. The model shipped in
-        retain/models/utility.json was built with:
-        retain train-utility --data ../shared/data/locomo/locomo_dev.json --beam ../shared/data/beam/100K
-        --out src/retain/models/utility.json
-        """
-        from retain.cli.app import make_encoder
-        from retain.eval.datasets import load_locomo, resolve_locomo
-        from retain.eval.utility_traces import beam_traces, loco_auc, locomo_traces
-        from retain.retention.utility import train_utility
+def train_utility_cmd(
+    out: Annotated[Path, typer.Option(help="Where to write the utility model JSON.")],
+    data: Annotated[
+        Path | None, typer.Option(help="LoCoMo-format file (default: see 'retain eval locomo'). Dev data only.")
+    ] = None,
+    beam: Annotated[
+        Path | None, typer.Option(help="A BEAM chat folder, or a folder of them (e.g. .../beam/100K). Dev only.")
+    ] = None,
+    encoder: Annotated[str, typer.Option(help="Encoder: 'minilm' (default) or 'hashing-<dim>' (tests).")] = "minilm",
+    loco: Annotated[bool, typer.Option(help="Print the leave-one-conversation-out figures first.")] = True,
+) -> None:
+    """Fit the utility predictor (P(a record is needed later)) on oracle traces and write it as JSON.
 
-        console = Console(width=None if sys.stdout.isatty() else 140)
-        try:
-            path = resolve_locomo(data)
-            conversations = load_locomo(path)
-            chats = beam_chat_dirs(beam) if beam is not None else []
-            if beam is not None and not chats:
-                raise typer.BadParameter(f"--beam {beam}: no BEAM chat folder (with probing_questions/) found")
-            enc = make_encoder(encoder)
-            traces = locomo_traces(conversations, enc) + beam_traces(chats, enc)
-        except RetainError as exc:
-            Console(stderr=True).print(f"[red]error:[/red] {exc}", soft_wrap=True)
-            raise typer.Exit(code=2) from exc
-        if loco and len(traces) > 1:
-            console.print(loco_table("Utility predictor, leave-one-conversation-out", loco_auc(traces, shares=SHARES)))
-        command = f"retain train-utility --data {data if data is not None else path}"
-        command += f" --beam {beam}" if beam is not None else ""
-        command += f" --out {out}" + (f" --encoder {encoder}" if encoder != "minilm" else "")
-        ids = ", ".join(c.sample_id for c in conversations)
-        described = f"{path.name} ({len(conversations)} conversations: {ids})"
-        if chats:
-            described += f" + BEAM {beam.name if beam else ''} chats {', '.join(c.name for c in chats)}"
-        model = train_utility(traces, trained_on=f"{described}; encoder {enc.name}; rebuild: {command}")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(model.to_json() + "\n", encoding="utf-8")
-        size = out.stat().st_size
-        console.print(f"wrote {out} ({size / 1024:.1f} KB; trained on {sum(len(t[2]) for t in traces)} records)")
+    Each LoCoMo conversation (and BEAM chat) is replayed in order; a turn is positive when some
+    question's evidence points at it. Prints leave-one-conversation-out ROC-AUC and the hit rates of
+    keeping the top 10 / 25 / 50 % by score, then fits on everything. The model shipped in
+    retain/models/utility.json was built with:
+    retain train-utility --data ../shared/data/locomo/locomo_dev.json --beam ../shared/data/beam/100K
+    --out src/retain/models/utility.json
+    """
+    from retain.eval.datasets import load_locomo, resolve_locomo
+    from retain.eval.utility_traces import beam_traces, loco_auc, locomo_traces
+    from retain.retention.utility import train_utility
+
+    try:
+        path = resolve_locomo(data)
+        conversations = load_locomo(path)
+        chats = beam_chat_dirs(beam) if beam is not None else []
+        if beam is not None and not chats:
+            raise typer.BadParameter(f"--beam {beam}: no BEAM chat folder (with probing_questions/) found")
+        enc = make_encoder(encoder)
+        traces = locomo_traces(conversations, enc) + beam_traces(chats, enc)
+    except RetainError as exc:
+        fail(exc)
+    if loco and len(traces) > 1:
+        console.print(loco_table("Utility predictor, leave-one-conversation-out", loco_auc(traces, shares=SHARES)))
+    command = f"retain train-utility --data {data if data is not None else path}"
+    command += f" --beam {beam}" if beam is not None else ""
+    command += f" --out {out}" + (f" --encoder {encoder}" if encoder != "minilm" else "")
+    ids = ", ".join(c.sample_id for c in conversations)
+    described = f"{path.name} ({len(conversations)} conversations: {ids})"
+    if chats:
+        described += f" + BEAM {beam.name if beam else ''} chats {', '.join(c.name for c in chats)}"
+    model = train_utility(traces, trained_on=f"{described}; encoder {enc.name}; rebuild: {command}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(model.to_json() + "\n", encoding="utf-8")
+    size = out.stat().st_size
+    console.print(f"wrote {out} ({size / 1024:.1f} KB; trained on {sum(len(t[2]) for t in traces)} records)")
