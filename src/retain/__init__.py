@@ -4,7 +4,7 @@ Keeps what matters under a hard budget, retrieves by the agent's task state, and
 keep/forget decision explainable. Start with :class:`Memory`.
 """
 
-from retain.config import Settings
+from retain.config import MemoryConfig, Settings
 from retain.encoders.basis import Encoder, HashingEncoder, MiniLMEncoder
 from retain.errors import (
     BudgetInfeasible,
@@ -20,7 +20,7 @@ from retain.errors import (
     TextTooLong,
     WriteConflict,
 )
-from retain.memory import Memory, MemoryConfig, NewMemory
+from retain.memory import Memory, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.budget import Budget
 from retain.retrieval.fusion import Fusion, Hit, SearchConfig, SearchMode

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from retain.config import DEFAULT_MEMORY_CONFIG, MemoryConfig
 from retain.encoders.basis import Encoder, MiniLMEncoder
 from retain.errors import EncoderMismatch, Forbidden, InvalidInput, RecordNotFound
 from retain.ingest.draft import (
@@ -52,16 +53,14 @@ from retain.retrieval.fusion import (
     SearchOrder,
 )
 from retain.retrieval.graph import (
-    DEFAULT_GRAPH_CONFIG,
-    GraphConfig,
     check_derived,
     check_expand,
     edges_on_add,
     expand_hits,
 )
-from retain.retrieval.pool import Pool, candidates, ranked_hits, sam_inputs, state_parts, state_pool
+from retain.retrieval.pool import Pool, candidates, ranked_hits, sam_inputs, state_pool
 from retain.safety import integrity
-from retain.safety.integrity import DEFAULT_TRUSTED_ACTORS, ForgetReport, RetentionReport, check_actor
+from retain.safety.integrity import ForgetReport, RetentionReport, check_actor
 from retain.safety.observe import added, annotate, observed, offered, searched, superseded
 from retain.safety.redaction import redact_record, scrub
 from retain.sequence.segments import is_index_summary
@@ -88,77 +87,13 @@ from retain.text.temporal import time_boost
 from retain.text.values import canonical_values
 
 if TYPE_CHECKING:
-    from retain.ingest.conflict import ConflictJudge
     from retain.retention.utility import UtilityModel
     from retain.safety.canary import CanaryReport
     from retain.safety.context import Context, Provenance
     from retain.safety.handoff import Handoff, HandoffFormat
     from retain.sequence.segments import Summariser
 
-__all__ = ["DEFAULT_CONFIG", "Memory", "MemoryConfig", "NewMemory"]
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryConfig:
-    """Limits and switches of a :class:`Memory`.
-
-    Attributes:
-        max_record_chars: longest content of one record (characters); longer texts are split
-            into linked parts when ``split_long`` is on, else refused with :class:`TextTooLong`.
-        max_text_chars: longest text accepted by ``add`` at all (characters), split or not.
-        split_long: split long texts at sentence boundaries instead of refusing them.
-        dedupe: adding the exact content already current in the namespace returns the first id
-            (checked in the write transaction: concurrent writers of one file store it once).
-        classify: infer ``type`` with the rule classifier when the caller gives none.
-        merge_paraphrases: a new record that says what a current record already says (cosine
-            >= 0.93, same numbers, no correction cue; :func:`retain.ingest.conflict.decide`) is merged
-            into it instead of stored: the existing record keeps its id and gains the newcomer's
-            source, role, time and text under ``metadata["merged"]`` (audited as "merge").
-        trusted_actors: actor names allowed to pin, unpin, update or delete protected records
-            (current hard constraints, pinned records); every other actor ("tool", "retrieved",
-            "agent", ...) is refused (:mod:`retain.safety.integrity`).
-        supersede: a new record that corrects or updates a current record of its namespace
-            (:func:`retain.ingest.conflict.find_updates`: correction cues, aligned value changes,
-            negation flips) supersedes it in the same transaction: the old one keeps its content
-            as history, leaves the core tier unless pinned, and is audited as "supersede" with the
-            reason and scores. A hard constraint yields only to an explicit correction
-            (:func:`retain.text.cues.explicit_cues`); other proposals against one are audited as
-            refused. Measured precision 1.000 / recall 0.900 on the shared scenarios
-            (``benchmarks/supersede_detection.py``).
-        conflict_judge: optional second opinion (e.g. an LLM) that may veto each proposed
-            supersede or merge (:class:`retain.ingest.conflict.ConflictJudge`); None = rules only.
-        resolve_times: store the time expressions of each new record, resolved against its
-            ``event_time``, as ``metadata["time_refs"]`` (:func:`retain.text.temporal.resolve_times`;
-            unresolved, granularity "unknown", when the event time is unknown). A caller's own
-            ``time_refs`` are kept as given.
-        graph: the memory graph's switches (:class:`retain.retrieval.graph.GraphConfig`): edges on write,
-            same-entity fan-out, expansion decay.
-    """
-
-    max_record_chars: int = 2_000
-    max_text_chars: int = 1_000_000
-    split_long: bool = True
-    dedupe: bool = True
-    classify: bool = True
-    merge_paraphrases: bool = False
-    trusted_actors: frozenset[str] = DEFAULT_TRUSTED_ACTORS
-    supersede: bool = True
-    conflict_judge: ConflictJudge | None = None
-    resolve_times: bool = True
-    graph: GraphConfig = DEFAULT_GRAPH_CONFIG
-
-    def __post_init__(self) -> None:
-        if isinstance(self.trusted_actors, str) or not all(isinstance(a, str) for a in self.trusted_actors):
-            raise InvalidInput(f"trusted_actors: must be a set of actor names, got {self.trusted_actors!r}")
-        object.__setattr__(self, "trusted_actors", frozenset(self.trusted_actors))
-        for name in ("max_record_chars", "max_text_chars"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < MIN_RECORD_CHARS:
-                raise InvalidInput(f"{name}: must be an int >= {MIN_RECORD_CHARS}, got {value!r}")
-
-
-MIN_RECORD_CHARS = 16
-DEFAULT_CONFIG = MemoryConfig()
+__all__ = ["Memory", "NewMemory"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +157,7 @@ class Memory:
         *,
         encoder: Encoder | None = None,
         store: Store | None = None,
-        config: MemoryConfig = DEFAULT_CONFIG,
+        config: MemoryConfig = DEFAULT_MEMORY_CONFIG,
         fusion: LinearFusion | None = None,
         budget: Budget | None = None,
         utility: UtilityModel | None = None,
@@ -455,7 +390,7 @@ class Memory:
         fresh = self._embed(fresh) if fresh else []
         merges: list[tuple[MemoryRecord, MemoryRecord, str]] = []
         if fresh and self.config.merge_paraphrases:
-            fresh, merges = merge_paraphrases(self.store, namespace, fresh)
+            fresh, merges = merge_paraphrases(self.store, namespace, fresh, self.config.conflict_policy)
             for new, old, _ in merges:
                 ids[ids.index(new.id)] = old.id
         retired: list[MemoryRecord] = []
@@ -1011,8 +946,7 @@ class Memory:
         Raises:
             InvalidInput: bad namespace; query not a string or over ``MAX_QUERY_CHARS`` characters; k < 1;
                 unknown preset, type, tier or order; ``allow_raw`` not a bool; ``expand`` not an int
-                >= 0, or ``expand`` with ``order="time"``; with a state, an unknown name in
-                :data:`~retain.retrieval.pool.STATE_PARTS`.
+                >= 0, or ``expand`` with ``order="time"``.
         """
         validate_namespace(namespace)
         check_query(query)
@@ -1044,7 +978,6 @@ class Memory:
         )
         st = AgentState.from_dict(state)
         use_state = not st.empty and self.state_scorer is not None
-        parts = state_parts() if use_state else ()
         if use_state and self.state_scorer is not None and self.state_scorer.dim != self.encoder.dim:
             raise InvalidInput(
                 f"state: the state scorer works on {self.state_scorer.dim}-dim embeddings, this Memory's "
@@ -1070,7 +1003,7 @@ class Memory:
             self.state_encoder.add_vectors(missing, vectors[1:])
             query_vector = vectors[0]
         encoded = self.state_encoder.encode(st) if use_state else None
-        extra = state_pool(self.store, namespace, encoded, flt, parts) if encoded is not None else []
+        extra = state_pool(self.store, namespace, encoded, flt, self.config.retrieval) if encoded is not None else []
         pool = candidates(self.store, self.encoder, query, namespace, flt, cfg, extra=extra, query_vector=query_vector)
         annotate(k=k, n_candidates=len(pool.records))
         if not pool.records:
@@ -1078,7 +1011,12 @@ class Memory:
         scores = self._fuse(pool, cfg)
         asked = utc(now, field_name="now") or utcnow()
         learned = cfg.fusion is Fusion.LEARNED and cfg.mode is SearchMode.HYBRID and pool.query_vector is not None
-        boost = time_boost(pool.records, query, asked) if time_aware and learned else None
+        knobs = self.config.retrieval
+        boost = (
+            time_boost(pool.records, query, asked, when_weight=knobs.when_weight, range_weight=knobs.range_weight)
+            if time_aware and learned
+            else None
+        )
         if boost is not None:
             scores = scores + boost
         sam_parts: dict[str, npt.NDArray[np.float64]] = {}

@@ -104,7 +104,7 @@ def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample
                 done = max(done, order[probe.after])
                 state = AgentState.from_dict(probe.state)
                 encoded = mem.state_encoder.encode(state)
-                extra = state_pool(mem.store, sc.id, encoded, flt)
+                extra = state_pool(mem.store, sc.id, encoded, flt, mem.config.retrieval)
                 pool = candidates(mem.store, mem.encoder, probe.query, sc.id, flt, cfg, extra=extra)
                 scores = mem._fuse(pool, cfg)
                 cands, content, n_terms = sam_inputs(mem.store, sc.id, pool, scores, cfg, mem._candidate_memo)

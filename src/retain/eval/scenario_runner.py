@@ -44,6 +44,7 @@ from typing import Any, Protocol
 
 from tqdm import tqdm
 
+from retain.config import DEFAULT_RETRIEVAL_CONFIG, MemoryConfig, RetrievalConfig
 from retain.encoders.basis import Encoder
 from retain.errors import BudgetInfeasible, InvalidInput
 from retain.eval.metrics import mean_or_none, recall_at_k, reciprocal_rank
@@ -296,6 +297,7 @@ def run_scenarios(
     progress: bool = True,
     dataset: str = "scenarios",
     history: Sequence[NewMemory] = (),
+    retrieval: RetrievalConfig = DEFAULT_RETRIEVAL_CONFIG,
 ) -> dict[str, Any]:
     """Replay every scenario in the full memory and under each capacity budget; score each retriever.
 
@@ -312,6 +314,7 @@ def run_scenarios(
             probes are searched among many distractors (``benchmarks/sam_scale.py``). Its records are
             never needed; a hit on one counts as a miss. Stored without supersede detection, edges or
             time expressions among themselves; not with ``budgets``.
+        retrieval: the search pool sizes and state parts of every memory (:class:`~retain.config.RetrievalConfig`).
 
     Returns: the report dict written by ``--json``: ``runs`` holds one entry per (budget,
     retriever) with ``budget`` (None = full memory), ``overall`` (figures, see
@@ -341,7 +344,9 @@ def run_scenarios(
     runs: list[dict[str, Any]] = []
     for budget in grid:
         utility = utility_factory() if budget is not None and budget.needs_utility and utility_factory else None
-        mem = Memory(":memory:", encoder=cached, budget=budget, utility=utility)
+        mem = Memory(
+            ":memory:", encoder=cached, budget=budget, utility=utility, config=MemoryConfig(retrieval=retrieval)
+        )
         try:
             replays = [(s, _replay(s, mem, chosen, lambda: bar.update(1), history)) for s in scenarios]
         finally:

@@ -31,7 +31,9 @@ from retain.store.base import AuditEntry, FindByHash, RecordFilter, RequireUncha
 from retain.text.temporal import time_refs_metadata
 
 if TYPE_CHECKING:
-    from retain.memory import MemoryConfig, NewMemory
+    from retain.config import MemoryConfig
+    from retain.ingest.conflict import ConflictPolicy
+    from retain.memory import NewMemory
     from retain.retention.utility import UtilityModel
 
 __all__ = [
@@ -289,10 +291,11 @@ def look_up_duplicates(
 
 
 def merge_paraphrases(
-    store: Store, namespace: str, fresh: list[MemoryRecord]
+    store: Store, namespace: str, fresh: list[MemoryRecord], policy: ConflictPolicy
 ) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord, str]]]:
     """Split ``fresh`` into records to store and (newcomer, updated existing record, reason)
-    merges of paraphrases of current records (split parts are never merged)."""
+    merges of paraphrases of current records (split parts are never merged; ``policy`` gives the
+    paraphrase threshold, :func:`retain.ingest.conflict.decide`)."""
     from retain.ingest.conflict import Relation, decide
 
     keep: list[MemoryRecord] = []
@@ -305,7 +308,7 @@ def merge_paraphrases(
         near = store.search_vector(namespace, rec.embedding, RecordFilter(tiers=None), limit=3)
         found = {r.id: r for r in store.get(namespace, [h.id for h in near]) if not is_canary(r)}
         candidates = [(merged_into.get(h.id, found[h.id]), h.score) for h in near if h.id in found]
-        decision = decide(rec, candidates)
+        decision = decide(rec, candidates, policy=policy)
         if decision.relation is not Relation.PARAPHRASE or decision.target is None:
             keep.append(rec)
             continue
@@ -342,7 +345,7 @@ def supersede(
     as a refused "supersede" too (the constraint stays current and mandatory)."""
     from retain.ingest.conflict import Relation, find_updates
 
-    found = find_updates(store, namespace, fresh, judge=config.conflict_judge)
+    found = find_updates(store, namespace, fresh, policy=config.conflict_policy, judge=config.conflict_judge)
     refused: list[AuditEntry] = [
         AuditEntry(
             namespace,

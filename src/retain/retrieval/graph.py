@@ -27,7 +27,7 @@ import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
+from retain.config import DEFAULT_GRAPH_CONFIG, GraphConfig
 from retain.errors import InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, utcnow, validate_namespace
 from retain.safety.canary import is_canary
@@ -56,8 +57,6 @@ if TYPE_CHECKING:
     from retain.retrieval.fusion import Hit
 
 __all__ = [
-    "DEFAULT_GRAPH_CONFIG",
-    "GraphConfig",
     "check_derived",
     "check_expand",
     "edges_on_add",
@@ -71,36 +70,6 @@ __all__ = [
     "propagate_importance",
 ]
 
-
-@dataclass(frozen=True, slots=True)
-class GraphConfig:
-    """Switches of the memory graph (``MemoryConfig(graph=...)``).
-
-    Attributes:
-        edges_on_write: create ``next``, ``supersedes``, ``same_entity`` edges on add / update
-            (``derived_from`` and :meth:`retain.Memory.link` edges are always written: the caller
-            asked for them).
-        same_entity_limit: most ``same_entity`` edges per new record (to the most recent matches).
-        same_entity_candidates: lexical matches examined per entity (BM25 top-N, then checked with
-            :func:`extract_entities`).
-        decay: score multiplier per hop in search expansion, in (0, 1].
-    """
-
-    edges_on_write: bool = True
-    same_entity_limit: int = 5
-    same_entity_candidates: int = 20
-    decay: float = 0.5
-
-    def __post_init__(self) -> None:
-        for name in ("same_entity_limit", "same_entity_candidates"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInput(f"{name}: must be an int >= 0, got {value!r}")
-        if not isinstance(self.decay, int | float) or not 0.0 < self.decay <= 1.0:
-            raise InvalidInput(f"decay: must be in (0, 1], got {self.decay!r}")
-
-
-DEFAULT_GRAPH_CONFIG = GraphConfig()
 
 # --- entities ---------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from retain.config import DEFAULT_TRUSTED_ACTORS
 from retain.errors import Forbidden, InvalidInput
 from retain.record import MemoryRecord, Tier, validate_namespace
 from retain.retention.budget import is_mandatory
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from retain.memory import Memory
 
 __all__ = [
-    "DEFAULT_TRUSTED_ACTORS",
     "ForgetReport",
     "RetentionReport",
     "check_actor",
@@ -53,8 +53,6 @@ __all__ = [
     "retention_report",
     "set_pinned",
 ]
-
-DEFAULT_TRUSTED_ACTORS = frozenset({"admin", "user"})
 
 
 def is_trusted(actor: str, trusted: Iterable[str] = DEFAULT_TRUSTED_ACTORS) -> bool:
