@@ -21,7 +21,8 @@ import numpy as np
 
 from retain.config import GraphConfig, MemoryConfig
 from retain.encoders.basis import HashingEncoder
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.retrieval.graph import expand_hits, graph_importance
 from retain.store.base import HOT_TIERS, Edge, EdgeType, RecordFilter
 

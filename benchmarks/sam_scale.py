@@ -27,7 +27,7 @@ from retain.eval.locomo import session_items
 from retain.eval.scenario_runner import run_scenarios
 from retain.eval.scenarios import load_scenarios
 from retain.eval.streams import CachingEncoder
-from retain.memory import NewMemory
+from retain.ingest.draft import NewMemory
 
 
 def history_records(locomo: str, beam: str, n: int) -> list[NewMemory]:

@@ -20,7 +20,8 @@ from retain.errors import (
     TextTooLong,
     WriteConflict,
 )
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.budget import Budget
 from retain.retrieval.fusion import Fusion, Hit, SearchConfig, SearchMode

@@ -12,7 +12,8 @@ import pytest
 from retain.config import GraphConfig, MemoryConfig
 from retain.encoders.basis import HashingEncoder
 from retain.errors import InvalidInput, RecordNotFound
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.retrieval.graph import extract_entities, graph_importance, personalized_pagerank
 from retain.store import Store
 from retain.store.base import EdgeType

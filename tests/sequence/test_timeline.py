@@ -8,8 +8,9 @@ import pytest
 
 from retain.config import MemoryConfig, RetrievalConfig
 from retain.errors import InvalidInput, RecordNotFound
-from retain.memory import Memory, NewMemory
-from retain.sequence.timeline import event_order
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
+from retain.sequence.order import event_order
 
 NS = "trip"
 D1 = datetime(2023, 5, 10, 14, 0, tzinfo=UTC)

@@ -50,7 +50,8 @@ from retain.errors import BudgetInfeasible, InvalidInput
 from retain.eval.metrics import mean_or_none, recall_at_k, reciprocal_rank
 from retain.eval.scenarios import Event, Probe, Scenario, actor_for_role
 from retain.eval.streams import CachingEncoder
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.budget import Budget
 from retain.retrieval.fusion import Hit

@@ -32,7 +32,8 @@ from retain.config import DEFAULT_MEMORY_CONFIG, MemoryConfig
 from retain.encoders.basis import Encoder
 from retain.errors import InvalidInput
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k, reciprocal_rank
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.record import MemoryRecord, Tier
 from retain.retention.budget import Budget
 from retain.sequence.episodes import asks_order

@@ -53,7 +53,6 @@ from retain.store.base import (
 from retain.text.lexical import query_terms
 
 if TYPE_CHECKING:
-    from retain.memory import Memory
     from retain.retrieval.fusion import Hit
 
 __all__ = [
@@ -289,7 +288,7 @@ def _same_entity(
 
 
 def link(
-    memory: Memory,
+    store: Store,
     src: str,
     dst: str,
     type: EdgeType | str,
@@ -319,8 +318,8 @@ def link(
         scrub(reason),
         details={"dst": dst, "type": str(getattr(type, "value", type)), "weight": weight},
     )
-    memory.store.batch([PutEdges((edge,)), AppendAudit(entry)])
-    stored = [e for e in memory.store.edges(namespace, [src], direction="out") if e.dst == dst]
+    store.batch([PutEdges((edge,)), AppendAudit(entry)])
+    stored = [e for e in store.edges(namespace, [src], direction="out") if e.dst == dst]
     return next(e for e in stored if e.type.value == str(getattr(type, "value", type)))
 
 
@@ -560,7 +559,7 @@ def graph_importance(
 
 
 def propagate_importance(
-    memory: Memory,
+    store: Store,
     namespace: str,
     *,
     seeds: Mapping[str, float] | None = None,
@@ -594,14 +593,14 @@ def propagate_importance(
     def once() -> dict[str, float]:  # a WriteConflict: the next pass propagates over the graph as it is now
         weights = seeds
         if weights is None:
-            used = memory.store.list_records(namespace, RecordFilter(tiers=None))
+            used = store.list_records(namespace, RecordFilter(tiers=None))
             weights = {r.id: float(r.access_count) for r in used if r.access_count > 0}
             if not weights:
                 return {}
-        scores = graph_importance(memory.store, namespace, weights, alpha)
+        scores = graph_importance(store, namespace, weights, alpha)
         top = max(scores.values())
         reached = [rid for rid, s in scores.items() if s > 0]
-        records = memory.store.get(namespace, reached)
+        records = store.get(namespace, reached)
         changed: list[MemoryRecord] = []
         guards: list[RequireUnchanged] = []
         audit: list[AuditEntry] = []
@@ -624,7 +623,7 @@ def propagate_importance(
             )
         if not changed:
             return {}
-        memory.store.put(changed, audit, require=guards)
+        store.put(changed, audit, require=guards)
         return {r.id: r.importance for r in changed}
 
     return retry_on_conflict(once)
