@@ -54,9 +54,8 @@ class Memory:
         fusion: learned fusion model; default the one shipped with the package.
         budget: capacity of each namespace's hot memory (:class:`~retain.retention.budget.Budget`); None =
             unbounded. Records over it move to the archive tier, with an audit entry each.
-        utility: EMBER utility model predicting P(needed later) for new records; it sets
-            ``importance`` when the caller gives none. Default: the shipped learned model when the
-            budget policy ranks by utility, else none (importance 0.5).
+        utility: EMBER utility model predicting P(needed later), the ``importance`` of new records;
+            default the shipped model when the budget policy ranks by utility, else none (0.5).
         state_scorer: the state-adaptive scorer used when a search carries an agent state
             (:class:`~retain.state.sam.StateScorer`); default the shipped model; False = never state-adaptive.
         create_dirs: create the missing folders of ``path`` (``mkdir -p``); default False.
@@ -98,8 +97,6 @@ class Memory:
             if store is None:  # ours to close; a caller's store stays open for the caller
                 opened.close()
             raise
-
-    # --- the core's parts -----------------------------------------------------------------
 
     @property
     def store(self) -> Store:
@@ -147,8 +144,6 @@ class Memory:
         """Embeds agent states with this memory's encoder (memoised by text)."""
         return self._core.state_encoder
 
-    # --- lifecycle ------------------------------------------------------------------------
-
     @classmethod
     def reembed(cls, path: str | Path, encoder: Encoder, *, batch_size: int = 256) -> int:
         """Re-encode every record of the store at ``path`` with ``encoder`` and record it as the
@@ -194,24 +189,11 @@ class Memory:
     ) -> str:
         """Store one memory and return its id.
 
-        Texts longer than ``config.max_record_chars`` characters are split at sentence
-        boundaries into linked parts (``metadata["split_group"]``, ``part``, ``parts``); the id of
-        the first part is returned. Adding content already current in the namespace stores nothing
-        and returns the existing id (with ``config.dedupe``; the same role, segment and ``seq``
-        too). The check is atomic with the write: two connections or processes adding the same
-        text at once store it once, and both get its id (see :meth:`add_many`). A text split into
-        parts is not deduplicated.
-
-        ``state`` is the agent's task state when the event happened (:class:`~retain.state.agent.AgentState`
-        or a mapping in the scenario format); its phase is kept in ``metadata["phase"]`` for
-        state-adaptive search.
-
-        ``importance`` (0..1) defaults to the utility model's prediction, else 0.5. With a budget,
-        records that no longer fit move to the archive tier (see :class:`~retain.retention.budget.Budget`).
-
-        ``derived_from`` lists the ids of records the reasoning step that produced this memory
-        used: ``derived_from`` edges are written with it (:mod:`retain.retrieval.graph`, which also adds
-        ``next``, ``supersedes`` and ``same_entity`` edges on write).
+        Texts over ``config.max_record_chars`` characters are split at sentence ends into linked
+        parts (the first part's id is returned). Content already current in the namespace (same role,
+        segment and ``seq``) is stored once and its id returned (``config.dedupe``; atomic, see
+        :meth:`add_many`). ``state`` keeps its phase in ``metadata["phase"]``; ``importance`` (0..1)
+        defaults to the utility model's prediction, else 0.5; ``derived_from`` ids get edges.
 
         Raises:
             InvalidInput: empty or whitespace-only content, bad namespace, bad field values, a
@@ -222,9 +204,7 @@ class Memory:
                 longer fit in the budget; nothing is written.
             Forbidden: ``pinned=True`` from an actor outside ``config.trusted_actors`` (audited;
                 nothing is written).
-            WriteConflict: other writers kept storing this text (DuplicateContent) or changing
-                the records it found between look-up and write (:data:`~retain.store.base.WRITE_ATTEMPTS` times in a
-                row); nothing is written.
+            WriteConflict: other writers kept changing what it read; nothing is written.
         """
         item = NewMemory(
             content=content,
@@ -255,18 +235,10 @@ class Memory:
     ) -> list[str]:
         """Store several memories in one transaction (embedded in batches); one id per item.
 
-        Every item is validated before anything is written: one bad item stores none of them.
-
-        With ``config.dedupe`` the duplicate check is atomic with the write: each new record is
-        stored under a :class:`~retain.store.base.RequireUnique` guard in the write transaction, so
-        writers on other connections or processes adding the same text at once store it once. When
-        another writer stored one of the texts after this call looked, nothing of this call is
-        written and it starts over from the look-up (it then returns that record's id), up to
-        :data:`~retain.store.base.WRITE_ATTEMPTS` times. The existing records the look-up found are guarded the same
-        way (:class:`~retain.store.base.RequireUnchanged`): one deleted or superseded meanwhile is
-        neither restored from a stale copy nor returned as the id of an item; the call starts over.
-        So are the records it supersedes, merges paraphrases into or evicts: none deleted or
-        superseded by another writer meanwhile is written back.
+        Every item is validated before anything is written: one bad item stores none of them. The
+        duplicate check and the records read are guarded in the write transaction, so concurrent
+        writers never store a text twice nor write back a stale record
+        (:func:`retain.ingest.write.add_many` describes the guards).
 
         Raises:
             InvalidInput, TextTooLong: as :meth:`add`, naming the index of the bad item.
@@ -277,18 +249,14 @@ class Memory:
         return write.add_many(self._core, items, namespace=namespace, actor=actor)
 
     def feedback(self, id: str, *, namespace: str, used: bool, actor: str = "agent") -> MemoryRecord:
-        """Report whether a retrieved memory was actually used (EMBER's online adaptation).
-
-        The utility model learns from the example (one online step; the adapted model lives in this
-        process, save it with its ``to_json``), the record's ``importance`` is re-scored, a used
-        record's ``access_count`` and ``last_accessed`` (UTC) are updated and it moves to the recent
-        end of the LRU order. Recorded in the audit log as "feedback". Returns the updated record.
+        """Report whether a retrieved memory was actually used (EMBER's online adaptation): the
+        utility model takes one online step, the record is re-scored and, when used, counted and
+        touched; audited as "feedback". Returns the updated record. See :func:`retain.ingest.write.feedback`.
 
         Raises:
             RecordNotFound: no record ``id`` in ``namespace``.
             InvalidInput: ``used`` is not a bool.
-            WriteConflict: another writer deleted, superseded or moved the record meanwhile; the
-                record is not written (the in-process model has taken its step).
+            WriteConflict: another writer deleted, superseded or moved the record meanwhile.
         """
         return write.feedback(self._core, id, namespace=namespace, used=used, actor=actor)
 
@@ -312,21 +280,14 @@ class Memory:
             RecordNotFound: no current record ``id`` in ``namespace``.
             InvalidInput: empty content, unknown field, or ``id`` is already superseded.
             BudgetInfeasible: with a budget, the new version is mandatory and does not fit.
-            WriteConflict: on every attempt another writer deleted, superseded or moved a record the
-                budget evicted (or moved the old version) between the read and the write; nothing
-                written. Each attempt reads again (up to :data:`~retain.store.base.WRITE_ATTEMPTS`).
+            WriteConflict: other writers changed the records read on every attempt; nothing written.
         """
         return write.update(self._core, id, content, namespace=namespace, actor=actor, reason=reason, **fields)
 
     def delete(self, id: str, *, namespace: str, actor: str = "user", reason: str = "") -> int:
         """Purge a memory, every version of it and every part of a split text, from every table,
-        index and cache. The audit log keeps only the fact of deletion (ids, no content).
-
-        Returns the number of records purged.
-
-        The versions are re-checked in the purge's transaction: when another writer adds a version
-        (or pins or moves one) between the look-up and the purge, the delete starts over and purges
-        that version too (up to :data:`~retain.store.base.WRITE_ATTEMPTS` times).
+        index and cache. The audit log keeps only the fact of deletion (ids, no content). Returns
+        the number of records purged; versions added meanwhile are purged too (:func:`retain.ingest.write.delete`).
 
         Raises:
             RecordNotFound: no record ``id`` in ``namespace``.
@@ -419,13 +380,9 @@ class Memory:
         end: datetime | str | None = None,
         limit: int | None = None,
     ) -> list[MemoryRecord]:
-        """Current records of ``namespace`` (every tier) in event order: by event time (UTC), then
-        session order, then ``seq``; records with unknown event time last, in insertion order.
-
-        With ``query``: up to ``limit`` (default 10) episodes of that topic, one per session per
-        round, in event order (``search(query, order="time")``, :mod:`retain.sequence.episodes`). ``start`` /
-        ``end`` keep event times in [start, end) (UTC; unknown times are then left out). ``limit``
-        caps the number of records. An empty namespace gives [].
+        """Current records of ``namespace`` (every tier) in event order; with ``query``, up to
+        ``limit`` episodes of that topic; ``start`` / ``end`` keep event times in [start, end) (UTC).
+        See :func:`retain.sequence.timeline.timeline`.
 
         Raises:
             InvalidInput: bad namespace, limit < 1, naive or unparseable times, start >= end.
@@ -468,55 +425,20 @@ class Memory:
         window: int = 0,
         order: SearchOrder | str = SearchOrder.RANK,
     ) -> list[Hit]:
-        """Hybrid search of one namespace; returns up to ``k`` hits, best first (or in event order
-        with ``order="time"``).
+        """Hybrid search of one namespace; returns up to ``k`` :class:`~retain.retrieval.fusion.Hit`, best
+        first (scores higher = more relevant), or in event order with ``order="time"``. Canary records
+        are never returned. Every argument is described in :func:`retain.retrieval.search.search`.
 
         Args:
-            query: free text, any language, at most :data:`~retain.text.lexical.MAX_QUERY_CHARS`
-                (10,000) characters. Empty or whitespace-only returns [].
-            k: number of hits (>= 1).
-            config: a :class:`SearchConfig` or a preset name ("default", "rrf", "lexical",
-                "dense", "diverse").
-            types, tiers: metadata filters; ``tiers`` defaults to the hot memory (core + dynamic);
-                pass ``["archive"]`` or all three to search the archive.
-            start, end: event-time range [start, end), UTC.
-            include_superseded: also return superseded versions (history).
+            query: free text, at most :data:`~retain.text.lexical.MAX_QUERY_CHARS` characters; blank = [].
+            k: number of hits (>= 1). config: a :class:`SearchConfig` or a preset name. types, tiers,
+                start, end, include_superseded: filters (default: hot tiers, current records).
             threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
-            state: the agent's task state (:class:`~retain.state.agent.AgentState` or a mapping in the
-                scenario format). With a non-empty state the ranking is state-adaptive
-                (:mod:`retain.state.sam`): score = alpha * state_score + (1 - alpha) * content_score, alpha
-                larger for terse queries; the pool also takes the records nearest to the state, the
-                core tier and the newest records. Breakdowns then add ``content``, ``state``,
-                ``prior``, ``importance``, ``alpha`` and ``phase_known``.
-            allow_raw: return records as stored. Default False: every hit's record is a redacted
-                copy (:func:`retain.safety.redaction.redact_record`): secrets and personal data in its
-                content and metadata become typed placeholders (``"[EMAIL]"``), and
-                ``metadata["redacted"]`` lists the kinds withheld. Ranking always uses the stored
-                text; redaction changes only what is returned, never what is stored.
-            time_aware: when the query names a time range ("in May 2023", "last year"), add
-                :func:`retain.text.temporal.time_boost` (0.1) to the learned-fusion score of records
-                dated in it, by event time or a resolved time expression; shown as
-                ``scores["time"]``. Only with the learned fusion (the "default" preset), whose
-                scores are probabilities the weight was set on.
-            now: the time of asking (UTC) that relative query ranges ("last year") are read
-                against; default the current time.
-            expand: graph expansion (:func:`retain.retrieval.graph.expand_hits`): the top ``expand`` hits pull
-                in their one-hop neighbours of this namespace, score = parent score * decay
-                (``config.graph.decay``, default 0.5) * edge weight, marked ``Hit.via_edge``;
-                0 (default) = off.
-            window: give each hit its neighbouring turns (same segment, ``seq`` within ``window``,
-                any tier) as one context unit in ``Hit.window``, stream order
-                (:func:`retain.sequence.segments.attach_windows`); 0 (default) = none.
-            order: "rank" (default): best first. "time": for ordering questions ("list the order in
-                which I brought up ..."): the topic of the query is searched over a wide pool, the
-                best candidates of the pool are spread over sessions (one
-                episode per session per round), and the ``k`` picked are returned in event order
-                (:mod:`retain.sequence.episodes`); ``rank`` is then the position in time. "auto": "time" when
-                :func:`retain.sequence.episodes.asks_order` reads the query as asking for an order, else
-                "rank".
-
-        Returns: list of :class:`~retain.retrieval.fusion.Hit`, scores higher = more relevant. Canary
-        records (:mod:`retain.safety.canary`) are never returned.
+            state: the agent's task state: state-adaptive ranking (:mod:`retain.state.sam`).
+            allow_raw: records as stored; default False returns redacted copies.
+            time_aware, now: boost records dated in a time range the query names (read at ``now``, UTC).
+            expand: graph expansion of the top hits; window: neighbouring turns of each hit.
+            order: "rank" (best first), "time" (episodes in event order) or "auto".
 
         Raises:
             InvalidInput: bad namespace; query not a string or over ``MAX_QUERY_CHARS`` characters; k < 1;
@@ -584,18 +506,12 @@ class Memory:
         actor: str = "agent",
         working: int = 5,
     ) -> Context:
-        """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens
-        of the rendered lines): the namespace's current hard constraints first (mandatory), then the
-        working tier (the ``working`` newest records and, with a state, the current phase's newest
-        records), then state-adaptive search hits best first (the long-term tier). Returns a
-        :class:`~retain.safety.context.Context` (``text``, ``provenance_id``, included items with scores and
-        sources, left-out candidates with the reason); the provenance is stored and audited as
-        "retrieve". ``state`` (an agent state mapping) is stored as given. ``query`` takes at most
-        :data:`~retain.text.lexical.MAX_QUERY_CHARS` (10,000) characters. See :mod:`retain.safety.context`.
+        """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens):
+        current hard constraints, then the working tier, then state-adaptive search hits; the
+        provenance is stored and audited as "retrieve". See :func:`retain.safety.context.pack`.
 
         Raises:
-            InvalidInput: bad arguments (named in the message), e.g. a query over ``MAX_QUERY_CHARS``
-                characters; nothing stored.
+            InvalidInput: bad arguments (named in the message); nothing stored.
             BudgetInfeasible: the hard constraints alone exceed ``budget_tokens``; nothing stored.
         """
         return pack(
@@ -650,15 +566,8 @@ class Memory:
         allow_raw: bool = False,
         actor: str = "user",
     ) -> str:
-        """The namespace as JSON (UTF-8 characters kept literal, not escaped), without embeddings.
-
-        Shape: ``{"namespace", "encoder", "exported_at", "redacted", "records": [record dicts]}``.
-        By default (``allow_raw=False``) each record is a redacted copy
-        (:func:`retain.safety.redaction.redact_record`: placeholders such as ``"[API_KEY]"`` in content
-        and metadata, ``metadata["redacted"]`` = kinds withheld, ``content_hash`` of the redacted
-        text) and ``"redacted"`` is true; ``allow_raw=True`` exports what is stored and is allowed
-        only to an actor in ``config.trusted_actors``. Every export is audited ("export": actor,
-        record count, redacted or raw; never content).
+        """The namespace as JSON (UTF-8 kept literal), without embeddings: redacted copies of the
+        records unless ``allow_raw`` (trusted actors only); audited. See :func:`retain.safety.egress.export`.
 
         Raises:
             InvalidInput: bad namespace; ``allow_raw`` not a bool; bad actor.
@@ -676,11 +585,8 @@ class Memory:
     def handoff(
         self, namespace: str, *, fmt: HandoffFormat = "markdown", recent: int | None = 10, actor: str = "user"
     ) -> Handoff:
-        """A redacted case summary of ``namespace`` for another agent or a person
-        (:func:`retain.safety.handoff.build_handoff`): hard constraints, preferences, goals, plan steps,
-        facts and the ``recent`` latest observations and results, by type in event order,
-        superseded records excluded, with a "Withheld" list (record id, kinds, reason). Audited
-        ("handoff": actor, format, records included and withheld; never content).
+        """A redacted case summary of ``namespace`` for another agent or a person, audited
+        (:func:`retain.safety.egress.handoff`).
 
         Raises:
             InvalidInput: bad namespace, ``fmt`` not "markdown" or "json", bad ``recent``, bad actor.

@@ -61,8 +61,27 @@ __all__ = ["add_many", "delete", "delete_all", "feedback", "update", "write_draf
 def add_many(
     core: Core, items: Iterable[NewMemory | Mapping[str, Any]], *, namespace: str, actor: str = "user"
 ) -> list[str]:
-    """Validate and draft every item, then store them in one transaction; one id per item. See
-    :meth:`retain.Memory.add_many` for the contract and the errors raised."""
+    """Store several memories in one transaction (embedded in batches); one id per item.
+
+    Every item is validated before anything is written: one bad item stores none of them.
+
+    With ``config.dedupe`` the duplicate check is atomic with the write: each new record is
+    stored under a :class:`~retain.store.base.RequireUnique` guard in the write transaction, so
+    writers on other connections or processes adding the same text at once store it once. When
+    another writer stored one of the texts after this call looked, nothing of this call is
+    written and it starts over from the look-up (it then returns that record's id), up to
+    :data:`~retain.store.base.WRITE_ATTEMPTS` times. The existing records the look-up found are guarded the same
+    way (:class:`~retain.store.base.RequireUnchanged`): one deleted or superseded meanwhile is
+    neither restored from a stale copy nor returned as the id of an item; the call starts over.
+    So are the records it supersedes, merges paraphrases into or evicts: none deleted or
+    superseded by another writer meanwhile is written back.
+
+    Raises:
+        InvalidInput, TextTooLong: as :meth:`retain.Memory.add`, naming the index of the bad item.
+        WriteConflict: (an InvalidInput) other writers stored texts of this call
+            (DuplicateContent) or changed records it found again on each of
+            :data:`~retain.store.base.WRITE_ATTEMPTS` attempts; nothing was written.
+    """
     validate_namespace(namespace)
     check_actor_name(actor)
     parsed = [coerce_item(item, i) for i, item in enumerate(items)]
@@ -225,7 +244,19 @@ def _store(
 
 
 def feedback(core: Core, id: str, *, namespace: str, used: bool, actor: str = "agent") -> MemoryRecord:
-    """Learn from whether a retrieved record was used and re-score it; see :meth:`retain.Memory.feedback`."""
+    """Report whether a retrieved memory was actually used (EMBER's online adaptation).
+
+    The utility model learns from the example (one online step; the adapted model lives in this
+    process, save it with its ``to_json``), the record's ``importance`` is re-scored, a used
+    record's ``access_count`` and ``last_accessed`` (UTC) are updated and it moves to the recent
+    end of the LRU order. Recorded in the audit log as "feedback". Returns the updated record.
+
+    Raises:
+        RecordNotFound: no record ``id`` in ``namespace``.
+        InvalidInput: ``used`` is not a bool.
+        WriteConflict: another writer deleted, superseded or moved the record meanwhile; the
+            record is not written (the in-process model has taken its step).
+    """
     if not isinstance(used, bool):
         raise InvalidInput(f"used: must be a bool, got {used!r}")
     record = core.get(id, namespace=namespace)
@@ -268,7 +299,20 @@ def feedback(core: Core, id: str, *, namespace: str, used: bool, actor: str = "a
 def update(
     core: Core, id: str, content: str, *, namespace: str, actor: str = "user", reason: str = "", **fields: Any
 ) -> str:
-    """Write a new version of record ``id``; see :meth:`retain.Memory.update` for the contract."""
+    """Write a new version of a memory; the old one is kept as history, marked superseded.
+
+    ``fields`` may override ``type``, ``role``, ``importance``, ``priority``, ``pinned``,
+    ``confidence``, ``metadata``, ``event_time``; others are copied from the old version.
+    Returns the id of the new version.
+
+    Raises:
+        RecordNotFound: no current record ``id`` in ``namespace``.
+        InvalidInput: empty content, unknown field, or ``id`` is already superseded.
+        BudgetInfeasible: with a budget, the new version is mandatory and does not fit.
+        WriteConflict: on every attempt another writer deleted, superseded or moved a record the
+            budget evicted (or moved the old version) between the read and the write; nothing
+            written. Each attempt reads again (up to :data:`~retain.store.base.WRITE_ATTEMPTS`).
+    """
     reason = scrub(reason)  # the audit log never holds a raw secret
     return retry_on_conflict(lambda: _update_once(core, id, content, namespace, actor, reason, fields))
 
@@ -317,7 +361,20 @@ def _update_once(
 
 
 def delete(core: Core, id: str, *, namespace: str, actor: str = "user", reason: str = "") -> int:
-    """Purge record ``id`` with every version and split part; see :meth:`retain.Memory.delete`."""
+    """Purge a memory, every version of it and every part of a split text, from every table,
+    index and cache. The audit log keeps only the fact of deletion (ids, no content).
+
+    Returns the number of records purged.
+
+    The versions are re-checked in the purge's transaction: when another writer adds a version
+    (or pins or moves one) between the look-up and the purge, the delete starts over and purges
+    that version too (up to :data:`~retain.store.base.WRITE_ATTEMPTS` times).
+
+    Raises:
+        RecordNotFound: no record ``id`` in ``namespace``.
+        Forbidden: ``actor`` is not trusted and a version is protected (audited; nothing purged).
+        WriteConflict: other writers changed the versions on every attempt; nothing purged.
+    """
     why = scrub(reason)
 
     def once() -> int:

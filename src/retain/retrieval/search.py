@@ -76,9 +76,61 @@ def search(
     window: int = 0,
     order: SearchOrder | str = SearchOrder.RANK,
 ) -> list[Hit]:
-    """Hybrid search of one namespace; up to ``k`` hits, best first (higher score = more relevant),
-    or in event order for ``order="time"``. See :meth:`retain.Memory.search` for every argument and
-    the errors raised."""
+    """Hybrid search of ``core``'s store, one namespace; returns up to ``k`` hits, best first (or in event order
+    with ``order="time"``).
+
+    Args:
+        query: free text, any language, at most :data:`~retain.text.lexical.MAX_QUERY_CHARS`
+            (10,000) characters. Empty or whitespace-only returns [].
+        k: number of hits (>= 1).
+        config: a :class:`SearchConfig` or a preset name ("default", "rrf", "lexical",
+            "dense", "diverse").
+        types, tiers: metadata filters; ``tiers`` defaults to the hot memory (core + dynamic);
+            pass ``["archive"]`` or all three to search the archive.
+        start, end: event-time range [start, end), UTC.
+        include_superseded: also return superseded versions (history).
+        threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
+        state: the agent's task state (:class:`~retain.state.agent.AgentState` or a mapping in the
+            scenario format). With a non-empty state the ranking is state-adaptive
+            (:mod:`retain.state.sam`): score = alpha * state_score + (1 - alpha) * content_score, alpha
+            larger for terse queries; the pool also takes the records nearest to the state, the
+            core tier and the newest records. Breakdowns then add ``content``, ``state``,
+            ``prior``, ``importance``, ``alpha`` and ``phase_known``.
+        allow_raw: return records as stored. Default False: every hit's record is a redacted
+            copy (:func:`retain.safety.redaction.redact_record`): secrets and personal data in its
+            content and metadata become typed placeholders (``"[EMAIL]"``), and
+            ``metadata["redacted"]`` lists the kinds withheld. Ranking always uses the stored
+            text; redaction changes only what is returned, never what is stored.
+        time_aware: when the query names a time range ("in May 2023", "last year"), add
+            :func:`retain.text.temporal.time_boost` (0.1) to the learned-fusion score of records
+            dated in it, by event time or a resolved time expression; shown as
+            ``scores["time"]``. Only with the learned fusion (the "default" preset), whose
+            scores are probabilities the weight was set on.
+        now: the time of asking (UTC) that relative query ranges ("last year") are read
+            against; default the current time.
+        expand: graph expansion (:func:`retain.retrieval.graph.expand_hits`): the top ``expand`` hits pull
+            in their one-hop neighbours of this namespace, score = parent score * decay
+            (``config.graph.decay``, default 0.5) * edge weight, marked ``Hit.via_edge``;
+            0 (default) = off.
+        window: give each hit its neighbouring turns (same segment, ``seq`` within ``window``,
+            any tier) as one context unit in ``Hit.window``, stream order
+            (:func:`retain.sequence.segments.attach_windows`); 0 (default) = none.
+        order: "rank" (default): best first. "time": for ordering questions ("list the order in
+            which I brought up ..."): the topic of the query is searched over a wide pool, the
+            best candidates of the pool are spread over sessions (one
+            episode per session per round), and the ``k`` picked are returned in event order
+            (:mod:`retain.sequence.episodes`); ``rank`` is then the position in time. "auto": "time" when
+            :func:`retain.sequence.episodes.asks_order` reads the query as asking for an order, else
+            "rank".
+
+    Returns: list of :class:`~retain.retrieval.fusion.Hit`, scores higher = more relevant. Canary
+    records (:mod:`retain.safety.canary`) are never returned.
+
+    Raises:
+        InvalidInput: bad namespace; query not a string or over ``MAX_QUERY_CHARS`` characters; k < 1;
+            unknown preset, type, tier or order; ``allow_raw`` not a bool; ``expand`` not an int
+            >= 0, or ``expand`` with ``order="time"``.
+    """
     validate_namespace(namespace)
     check_query(query)
     check_text(query, "query")

@@ -231,7 +231,13 @@ def pack(
     actor: str = "agent",
     working: int = 5,
 ) -> Context:
-    """Pack the prompt context for ``query``; see the module docstring. Use ``Memory.context``.
+    """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens
+    of the rendered lines): the namespace's current hard constraints first (mandatory), then the
+    working tier (the ``working`` newest records and, with a state, the current phase's newest
+    records), then state-adaptive search hits best first (the long-term tier). Returns a
+    :class:`Context` (``text``, ``provenance_id``, included items with scores and sources, left-out
+    candidates with the reason); the provenance is stored and audited as "retrieve". ``state`` (an
+    agent state mapping) is stored as given. See the module docstring. Use ``Memory.context``.
 
     Raises:
         InvalidInput: bad namespace, query not a string or longer than

@@ -36,7 +36,15 @@ def export(
     allow_raw: bool = False,
     actor: str = "user",
 ) -> str:
-    """The namespace as JSON (UTF-8 kept literal), without embeddings; see :meth:`retain.Memory.export`.
+    """The namespace as JSON (UTF-8 characters kept literal, not escaped), without embeddings.
+
+    Shape: ``{"namespace", "encoder", "exported_at", "redacted", "records": [record dicts]}``.
+    By default (``allow_raw=False``) each record is a redacted copy
+    (:func:`retain.safety.redaction.redact_record`: placeholders such as ``"[API_KEY]"`` in content
+    and metadata, ``metadata["redacted"]`` = kinds withheld, ``content_hash`` of the redacted
+    text) and ``"redacted"`` is true; ``allow_raw=True`` exports what is stored and is allowed
+    only to an actor in ``config.trusted_actors``. Every export is audited ("export": actor,
+    record count, redacted or raw; never content).
 
     Raises:
         InvalidInput: bad namespace; ``allow_raw`` not a bool; bad actor.
@@ -70,8 +78,11 @@ def export(
 def handoff(
     store: Store, namespace: str, *, fmt: HandoffFormat = "markdown", recent: int | None = 10, actor: str = "user"
 ) -> Handoff:
-    """A redacted case summary of ``namespace`` (index summaries left out: they repeat their turns),
-    audited as "handoff"; see :meth:`retain.Memory.handoff`.
+    """A redacted case summary of ``namespace`` for another agent or a person
+    (:func:`retain.safety.handoff.build_handoff`): hard constraints, preferences, goals, plan steps,
+    facts and the ``recent`` latest observations and results, by type in event order,
+    superseded records and index summaries excluded, with a "Withheld" list (record id, kinds, reason). Audited
+    ("handoff": actor, format, records included and withheld; never content).
 
     Raises:
         InvalidInput: bad namespace, ``fmt`` not "markdown" or "json", bad ``recent``, bad actor.

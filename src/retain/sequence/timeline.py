@@ -36,7 +36,17 @@ def timeline(
     end: datetime | str | None = None,
     limit: int | None = None,
 ) -> list[MemoryRecord]:
-    """The current records of ``namespace`` (every tier) in event order; see :meth:`retain.Memory.timeline`."""
+    """Current records of ``namespace`` (every tier) in event order: by event time (UTC), then
+    session order, then ``seq``; records with unknown event time last, in insertion order.
+
+    With ``query``: up to ``limit`` (default 10) episodes of that topic, one per session per
+    round, in event order (``search(query, order="time")``, :mod:`retain.sequence.episodes`). ``start`` /
+    ``end`` keep event times in [start, end) (UTC; unknown times are then left out). ``limit``
+    caps the number of records. An empty namespace gives [].
+
+    Raises:
+        InvalidInput: bad namespace, limit < 1, naive or unparseable times, start >= end.
+    """
     validate_namespace(namespace)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise InvalidInput(f"limit: must be an int >= 1 or None, got {limit!r}")
