@@ -339,15 +339,13 @@ def run_scenarios(
     if history and budgets:
         raise InvalidInput("history: for the full-memory run only, not with budgets")
     grid: list[Budget | None] = [None, *(Budget(capacity=n, policy=policy) for n in budgets)]
-    cached = CachingEncoder(encoder)
+    cached, config = CachingEncoder(encoder), MemoryConfig(retrieval=retrieval)
     events = sum(len(s.events) for s in scenarios)
     bar = tqdm(total=events * len(grid), disable=not progress, desc="scenario events", unit="ev", mininterval=5.0)
     runs: list[dict[str, Any]] = []
     for budget in grid:
         utility = utility_factory() if budget is not None and budget.needs_utility and utility_factory else None
-        mem = Memory(
-            ":memory:", encoder=cached, budget=budget, utility=utility, config=MemoryConfig(retrieval=retrieval)
-        )
+        mem = Memory(":memory:", encoder=cached, budget=budget, utility=utility, config=config)
         try:
             replays = [(s, _replay(s, mem, chosen, lambda: bar.update(1), history)) for s in scenarios]
         finally:

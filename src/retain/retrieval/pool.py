@@ -225,44 +225,14 @@ def candidates(
         records, lexical, dense_hits = drop_canaries(records, lexical, dense_hits)
     if any(is_index_summary(r) for r in records):  # summaries of uncompressed segments (retain.sequence.segments)
         records, lexical, dense_hits = drop_index_summaries(records, lexical, dense_hits)
-    via_neighbor = [False] * len(records)
     seen = {(r.segment, r.seq) for r in records if r.seq is not None}
+    via_neighbor = [False] * len(records)
     if records and (cfg.neighbors or learned):
         # channel hits bring their neighbours; a state's extras bring none
         content_ids = {h.id for h in lexical} | {h.id for h in dense_hits} | set(relation_ids)
-        context = (
-            {
-                (r.segment, r.seq + d)
-                for r in records
-                if r.seq is not None and r.id in content_ids
-                for d in (-1, 1)
-                if r.seq + d >= 0
-            }
-            if cfg.neighbors
-            else set()
-        )
-        # the up to 3 records before each channel hit tell how far into its segment it sits (the
-        # turn_position feature); a state's extras are not content matches, so their content score
-        # reads only the turns this search saw anyway (a lookup per extra saved)
-        before = (
-            {
-                (r.segment, r.seq - d)
-                for r in records
-                if r.seq is not None and r.id in content_ids
-                for d in (1, 2, 3)
-                if r.seq - d >= 0
-            }
-            if learned
-            else set()
-        )
-        seqs = {seq for _, seq in (context | before) - seen}
-        known = {r.id for r in records}
-        if seqs:
-            fetched = [r for r in store.list_records(namespace, _with_seqs(flt, seqs)) if r.id not in known]
-            seen.update((r.segment, r.seq) for r in fetched if r.seq is not None)
-            neighbours = [r for r in fetched if (r.segment, r.seq) in context]
-            records.extend(neighbours)
-            via_neighbor.extend([True] * len(neighbours))
+        neighbours = _neighbours(store, namespace, flt, records, content_ids, seen, near=cfg.neighbors, before=learned)
+        records.extend(neighbours)
+        via_neighbor.extend([True] * len(neighbours))
     return Pool.build(
         records=records,
         via_neighbor=via_neighbor,
@@ -276,6 +246,53 @@ def candidates(
         depth=cfg.candidates,
         rrf_k=cfg.rrf_k,
     )
+
+
+def _neighbours(
+    store: Store,
+    namespace: str,
+    flt: RecordFilter,
+    records: Sequence[MemoryRecord],
+    content_ids: set[str],
+    seen: set[tuple[str | None, int]],
+    *,
+    near: bool,
+    before: bool,
+) -> list[MemoryRecord]:
+    """The turns next to the channel hits (``content_ids``; seq +- 1, when ``near``) not in the pool
+    yet. With ``before``, the up to 3 turns before each channel hit are read too (into ``seen``,
+    updated in place: they tell how far into its segment a hit sits, the turn_position feature); a
+    state's extras are not content matches, so their content score reads only the turns this search
+    saw anyway (a lookup per extra saved)."""
+    context = (
+        {
+            (r.segment, r.seq + d)
+            for r in records
+            if r.seq is not None and r.id in content_ids
+            for d in (-1, 1)
+            if r.seq + d >= 0
+        }
+        if near
+        else set()
+    )
+    earlier = (
+        {
+            (r.segment, r.seq - d)
+            for r in records
+            if r.seq is not None and r.id in content_ids
+            for d in (1, 2, 3)
+            if r.seq - d >= 0
+        }
+        if before
+        else set()
+    )
+    seqs = {seq for _, seq in (context | earlier) - seen}
+    if not seqs:
+        return []
+    known = {r.id for r in records}
+    fetched = [r for r in store.list_records(namespace, _with_seqs(flt, seqs)) if r.id not in known]
+    seen.update((r.segment, r.seq) for r in fetched if r.seq is not None)
+    return [r for r in fetched if (r.segment, r.seq) in context]
 
 
 def state_pool(
