@@ -48,7 +48,7 @@ from retain.sequence.episodes import (
     ordering_topic,
     pick_episodes,
 )
-from retain.sequence.timeline import event_order
+from retain.sequence.order import event_order
 
 Variant = Callable[[Memory, str, str], list[Hit]]
 

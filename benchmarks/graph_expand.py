@@ -19,9 +19,11 @@ import time
 
 import numpy as np
 
+from retain.config import GraphConfig, MemoryConfig
 from retain.encoders.basis import HashingEncoder
-from retain.memory import Memory, MemoryConfig, NewMemory
-from retain.retrieval.graph import GraphConfig, expand_hits, graph_importance
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
+from retain.retrieval.graph import expand_hits, graph_importance
 from retain.store.base import HOT_TIERS, Edge, EdgeType, RecordFilter
 
 WORDS = (  # noqa: SIM905

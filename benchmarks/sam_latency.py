@@ -35,9 +35,9 @@ import numpy.typing as npt
 
 from retain import HashingEncoder, Memory, MemoryConfig
 from retain import memory as memory_module
+from retain.config import GraphConfig
 from retain.encoders.basis import MiniLMEncoder
 from retain.eval.streams import CachingEncoder
-from retain.retrieval.graph import GraphConfig
 from retain.state.agent import StateEncoder
 from retain.state.sam import StateScorer
 

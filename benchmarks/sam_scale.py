@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from retain.config import DEFAULT_RETRIEVAL_CONFIG, RetrievalConfig
 from retain.encoders.basis import MiniLMEncoder
 from retain.eval.beam import load_beam
 from retain.eval.datasets import load_locomo
@@ -26,8 +27,7 @@ from retain.eval.locomo import session_items
 from retain.eval.scenario_runner import run_scenarios
 from retain.eval.scenarios import load_scenarios
 from retain.eval.streams import CachingEncoder
-from retain.memory import NewMemory
-from retain.retrieval import pool as pool_module
+from retain.ingest.draft import NewMemory
 
 
 def history_records(locomo: str, beam: str, n: int) -> list[NewMemory]:
@@ -54,14 +54,14 @@ def main() -> None:
     ap.add_argument("--locomo", default="../shared/data/locomo/locomo_dev.json")
     ap.add_argument("--beam", default="../shared/data/beam/100K")
     ap.add_argument("--history", type=int, default=7000, help="distractor records before each scenario")
-    ap.add_argument("--state-pool", type=int, default=pool_module.STATE_POOL)
-    ap.add_argument("--core-pool", type=int, default=pool_module.CORE_POOL)
-    ap.add_argument("--recent-pool", type=int, default=pool_module.RECENT_POOL)
+    ap.add_argument("--state-pool", type=int, default=DEFAULT_RETRIEVAL_CONFIG.state_pool)
+    ap.add_argument("--core-pool", type=int, default=DEFAULT_RETRIEVAL_CONFIG.core_pool)
+    ap.add_argument("--recent-pool", type=int, default=DEFAULT_RETRIEVAL_CONFIG.recent_pool)
     ap.add_argument(
         "--parts",
         action="append",
         help="state vectors whose nearest records join the pool, comma-separated; repeat the flag to "
-        f"compare settings in one run (texts embedded once); default {','.join(pool_module.STATE_PARTS)}",
+        f"compare settings in one run (texts embedded once); default {','.join(DEFAULT_RETRIEVAL_CONFIG.state_parts)}",
     )
     args = ap.parse_args()
     if args.history < 0:
@@ -70,18 +70,22 @@ def main() -> None:
         unknown = set(parts.split(",")) - {"whole", "goal", "result"}
         if unknown:
             ap.error(f"--parts: {sorted(unknown)} not among whole, goal, result")
-    pool_module.STATE_POOL = args.state_pool
-    pool_module.CORE_POOL = args.core_pool
-    pool_module.RECENT_POOL = args.recent_pool
     scenarios = load_scenarios(args.data)
     history = history_records(args.locomo, args.beam, args.history) if args.history else []
     encoder = CachingEncoder(MiniLMEncoder())  # shared by the settings compared: each text embedded once
     print(f"{len(scenarios)} scenarios, {sum(len(s.probes) for s in scenarios)} probes, {len(history)} history records")
     print(f"{'parts':<20} {'retriever':<10} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'terse r@5':>10} {'terse MRR':>10}")
-    for parts in args.parts or [",".join(pool_module.STATE_PARTS)]:
-        pool_module.STATE_PARTS = tuple(p for p in parts.split(",") if p)
+    for parts in args.parts or [",".join(DEFAULT_RETRIEVAL_CONFIG.state_parts)]:
+        retrieval = RetrievalConfig(
+            state_pool=args.state_pool,
+            core_pool=args.core_pool,
+            recent_pool=args.recent_pool,
+            state_parts=tuple(p for p in parts.split(",") if p),
+        )
         t0 = time.perf_counter()
-        report = run_scenarios(scenarios, encoder, retrievers=("content", "state"), history=history, progress=False)
+        report = run_scenarios(
+            scenarios, encoder, retrievers=("content", "state"), history=history, progress=False, retrieval=retrieval
+        )
         for run in report["runs"]:
             a, t = run["overall"]["all"], run["overall"]["terse"]
             print(

@@ -14,7 +14,8 @@ import time
 
 from retain.encoders.basis import HashingEncoder
 from retain.eval.metrics import latency_summary
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 
 WORDS = (
     "garden",

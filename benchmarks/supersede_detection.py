@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from retain.cli.common import make_encoder
+from retain.config import MemoryConfig
 from retain.encoders.basis import Encoder
 from retain.eval.scenarios import actor_for_role
-from retain.memory import Memory, MemoryConfig
+from retain.memory import Memory
 
 ROOT = Path(__file__).resolve().parents[1]
 

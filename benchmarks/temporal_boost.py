@@ -29,6 +29,7 @@ from retain.eval.metrics import recall_at_k
 from retain.memory import Memory
 from retain.retrieval.fusion import PRESETS
 from retain.retrieval.pool import candidates
+from retain.retrieval.search import fuse
 from retain.store.base import RecordFilter
 from retain.text.temporal import resolve_times, time_features
 
@@ -67,7 +68,7 @@ def main() -> None:
                 if not q.evidence:
                     continue
                 pool = candidates(mem.store, mem.encoder, q.question, namespace, RecordFilter(), cfg)
-                fused = mem._fuse(pool, cfg)
+                fused = fuse(mem.fusion, pool, cfg)
                 dated, in_range = time_features(pool.records, q.question, now)
                 dia = [id_to_dia.get(r.id, "") for r in pool.records]
                 rows.append((q.category, q.evidence, dia, fused, dated, in_range))

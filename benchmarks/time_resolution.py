@@ -17,10 +17,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from retain.config import MemoryConfig
 from retain.encoders.basis import HashingEncoder
 from retain.eval.datasets import load_locomo
 from retain.eval.locomo import ingest
-from retain.memory import Memory, MemoryConfig
+from retain.memory import Memory
 from retain.text.temporal import resolve_times
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"

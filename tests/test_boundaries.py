@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import retain.retrieval.pool as pool_module
 from retain import HashingEncoder, InvalidInput, Memory
 from retain.cli.app import app
+from retain.config import STATE_VECTOR_PARTS, MemoryConfig, RetrievalConfig
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.state.agent import AgentState, StateEncoder
 from retain.store import RecordFilter, SQLiteStore
@@ -168,30 +168,33 @@ def sam():
         ((1,), "1"),
     ],
 )
-def test_unknown_state_parts_are_refused_clearly(sam, monkeypatch, parts, match):
-    monkeypatch.setattr(pool_module, "STATE_PARTS", parts)
-    with pytest.raises(InvalidInput, match=rf"STATE_PARTS.*{match}"):
-        sam.search("museum", namespace=NS, state=STATE)
-    with pytest.raises(InvalidInput, match="STATE_PARTS"):
-        sam.context("museum", namespace=NS, budget_tokens=100, state=STATE)
+def test_unknown_state_parts_are_refused_clearly(sam, parts, match):
+    with pytest.raises(InvalidInput, match=rf"state_parts.*{match}"):
+        RetrievalConfig(state_parts=parts)
+    with pytest.raises(InvalidInput, match="state_parts"):
+        MemoryConfig(retrieval=RetrievalConfig(state_parts=parts))
     assert len(sam.records(namespace=NS)) == 1
 
 
+def _with_retrieval(mem: Memory, **knobs) -> Memory:
+    """A second Memory over ``mem``'s store whose retrieval config has ``knobs``."""
+    return Memory(store=mem.store, encoder=mem.encoder, config=MemoryConfig(retrieval=RetrievalConfig(**knobs)))
+
+
 @pytest.mark.parametrize("parts", [(), ("whole",), ("whole", "goal", "result"), ("phase",)])
-def test_known_state_parts_search(sam, monkeypatch, parts):
-    monkeypatch.setattr(pool_module, "STATE_PARTS", parts)
-    assert sam.search("museum", namespace=NS, state=STATE)
+def test_known_state_parts_search(sam, parts):
+    assert _with_retrieval(sam, state_parts=parts).search("museum", namespace=NS, state=STATE)
 
 
 def test_state_vector_parts_are_single_vectors():
     encoded = StateEncoder(HashingEncoder(64)).encode(AgentState.from_dict(STATE))
-    for name in pool_module.STATE_VECTOR_PARTS:
+    for name in STATE_VECTOR_PARTS:
         assert getattr(encoded, name).shape == (64,)
 
 
-def test_a_state_free_search_ignores_state_parts(sam, monkeypatch):
-    monkeypatch.setattr(pool_module, "STATE_PARTS", ("nonsense",))
-    assert sam.search("museum", namespace=NS)  # STATE_PARTS is read only when a state is given
+def test_a_state_free_search_uses_the_default_state_parts(sam):
+    assert sam.config.retrieval.state_parts == ("whole",)
+    assert sam.search("museum", namespace=NS)
 
 
 # --- 4. RecordFilter seqs / segments: the namespace index and SQL agree --------------------------
@@ -367,19 +370,17 @@ def test_a_state_object_with_a_working_str_is_still_rendered_as_text() -> None:
     assert AgentState.from_dict({"phase": _Printable(), "features": {"seat": _Printable()}}).phase == '"window seat"'
 
 
-@pytest.mark.parametrize("setting", ["STATE_POOL", "CORE_POOL", "RECENT_POOL"])
+@pytest.mark.parametrize("setting", ["state_pool", "core_pool", "recent_pool"])
 @pytest.mark.parametrize("value", [None, 2.5, "5", -1, True, 10**9])
-def test_pool_size_settings_are_checked_where_read(sam, monkeypatch, setting, value):
-    monkeypatch.setattr(pool_module, setting, value)
-    with pytest.raises(InvalidInput, match=rf"retain\.retrieval\.pool\.{setting}: must be an int from 0 to 1,000,000"):
-        sam.search("museum", namespace=NS, state=STATE)
-    with pytest.raises(InvalidInput, match=rf"retain\.retrieval\.pool\.{setting}"):
-        sam.context("museum", namespace=NS, budget_tokens=100, state=STATE)
-    assert sam.search("museum", namespace=NS)  # read only when a state is given
+def test_pool_size_settings_are_checked_at_construction(sam, setting, value):
+    with pytest.raises(InvalidInput, match=rf"{setting}: must be an int from 0 to 1,000,000"):
+        RetrievalConfig(**{setting: value})
+    with pytest.raises(InvalidInput, match=rf"{setting}"):
+        MemoryConfig(retrieval=RetrievalConfig(**{setting: value}))
+    assert sam.search("museum", namespace=NS, state=STATE)  # the memory's own config is unchanged
 
 
-@pytest.mark.parametrize("setting", ["STATE_POOL", "CORE_POOL", "RECENT_POOL"])
+@pytest.mark.parametrize("setting", ["state_pool", "core_pool", "recent_pool"])
 @pytest.mark.parametrize("value", [0, 1, 500])
-def test_pool_size_settings_in_range_search(sam, monkeypatch, setting, value):
-    monkeypatch.setattr(pool_module, setting, value)
-    assert sam.search("museum", namespace=NS, state=STATE)
+def test_pool_size_settings_in_range_search(sam, setting, value):
+    assert _with_retrieval(sam, **{setting: value}).search("museum", namespace=NS, state=STATE)

@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 
 from racing import looks_up_duplicates, on_batch
+from retain.config import MemoryConfig
 from retain.encoders.basis import HashingEncoder
-from retain.memory import Memory, MemoryConfig, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.record import Tier, content_hash
 from retain.retention.budget import Budget
 from retain.safety.audit import verify_store

@@ -1,3 +1,7 @@
+import importlib
+import inspect
+import typing
+
 import retain
 
 
@@ -9,3 +13,34 @@ def test_all_is_sorted_and_complete():
 
 def test_public_classes_are_exported_once():
     assert len(set(retain.__all__)) == len(retain.__all__)
+
+
+def _retain_types(annotation: object) -> set[type]:
+    """The classes defined in retain that ``annotation`` names (unions and generics walked)."""
+    found: set[type] = set()
+    origin = typing.get_origin(annotation)
+    for inner in typing.get_args(annotation):
+        found |= _retain_types(inner)
+    target = origin if origin is not None else annotation
+    if isinstance(target, type) and target.__module__.split(".")[0] == "retain":
+        found.add(target)
+    return found
+
+
+def test_every_type_in_a_public_signature_of_memory_is_exported():
+    namespace = vars(importlib.import_module("retain.memory"))
+    missing: dict[str, set[str]] = {}
+    checked = 0
+    for name, member in inspect.getmembers(retain.Memory):
+        if name.startswith("_") and name != "__init__":
+            continue
+        func = member.fget if isinstance(member, property) else member
+        if not callable(func):
+            continue
+        for annotation in typing.get_type_hints(func, namespace).values():
+            for cls in _retain_types(annotation):
+                checked += 1
+                if cls.__name__ not in retain.__all__ or getattr(retain, cls.__name__) is not cls:
+                    missing.setdefault(cls.__name__, set()).add(name)
+    assert checked > 20  # the annotations were resolved and walked
+    assert not missing, f"types in Memory's signatures not exported from retain: {missing}"

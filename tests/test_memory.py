@@ -20,7 +20,8 @@ import pytest
 from racing import on_batch, writes_records
 from retain.encoders.basis import HashingEncoder
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound, SchemaError, WriteConflict
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.store import ALL_RECORDS
 from retain.store.sqlite import SCHEMA_VERSION
 

@@ -4,7 +4,8 @@ Keeps what matters under a hard budget, retrieves by the agent's task state, and
 keep/forget decision explainable. Start with :class:`Memory`.
 """
 
-from retain.config import Settings
+from retain.config import GraphConfig, MemoryConfig, RetrievalConfig, Settings
+from retain.core import Core
 from retain.encoders.basis import Encoder, HashingEncoder, MiniLMEncoder
 from retain.errors import (
     BudgetInfeasible,
@@ -20,14 +21,22 @@ from retain.errors import (
     TextTooLong,
     WriteConflict,
 )
-from retain.memory import Memory, MemoryConfig, NewMemory
+from retain.ingest.conflict import ConflictPolicy
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.budget import Budget
-from retain.retrieval.fusion import Fusion, Hit, SearchConfig, SearchMode
+from retain.retention.utility import UtilityModel
+from retain.retrieval.fusion import Fusion, Hit, LinearFusion, SearchConfig, SearchMode, SearchOrder
 from retain.safety.canary import CanaryReport
 from retain.safety.context import Context, Provenance
-from retain.state.agent import AgentState, StatePerceiver
+from retain.safety.handoff import Handoff
+from retain.safety.integrity import ForgetReport, RetentionReport
+from retain.sequence.segments import Summariser
+from retain.state.agent import AgentState, StateEncoder, StatePerceiver
+from retain.state.sam import StateScorer
 from retain.store import RecordFilter, SQLiteStore, Store
+from retain.store.base import Edge, EdgeType
 from retain.text.classify import classify, classify_with_reason
 from retain.text.temporal import TimeRef, parse_query_time, resolve_times
 
@@ -36,17 +45,25 @@ __all__ = [
     "Budget",
     "BudgetInfeasible",
     "CanaryReport",
+    "ConflictPolicy",
     "Context",
+    "Core",
     "DatasetUnavailable",
     "DuplicateContent",
+    "Edge",
+    "EdgeType",
     "Encoder",
     "EncoderMismatch",
     "Forbidden",
+    "ForgetReport",
     "Fusion",
+    "GraphConfig",
+    "Handoff",
     "HashingEncoder",
     "Hit",
     "InvalidInput",
     "InvalidUtility",
+    "LinearFusion",
     "Memory",
     "MemoryConfig",
     "MemoryRecord",
@@ -57,16 +74,23 @@ __all__ = [
     "RecordFilter",
     "RecordNotFound",
     "RetainError",
+    "RetentionReport",
+    "RetrievalConfig",
     "SQLiteStore",
     "SchemaError",
     "SearchConfig",
     "SearchMode",
+    "SearchOrder",
     "Settings",
+    "StateEncoder",
     "StatePerceiver",
+    "StateScorer",
     "Store",
+    "Summariser",
     "TextTooLong",
     "Tier",
     "TimeRef",
+    "UtilityModel",
     "WriteConflict",
     "classify",
     "classify_with_reason",

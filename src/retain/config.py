@@ -1,15 +1,214 @@
-"""Settings read from the environment, in this one place only (never at import)."""
+"""Every frozen configuration of retain, and the settings read from the environment.
+
+:class:`MemoryConfig` holds the limits and switches of a :class:`~retain.Memory`; its fields
+:class:`GraphConfig` (the memory graph), :class:`RetrievalConfig` (pool sizes, state parts, time
+boost weights) and :class:`~retain.ingest.conflict.ConflictPolicy` (supersede / merge thresholds)
+group the knobs of one stage each. Every config validates itself at construction and raises
+:class:`~retain.errors.InvalidInput` naming the field and its limit. :class:`Settings` is read from
+the environment in this one place only (:meth:`Settings.from_env`, never at import).
+"""
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DEFAULT_DB_PATH", "Settings"]
+from retain.errors import InvalidInput
+from retain.ingest.conflict import DEFAULT_POLICY, ConflictJudge, ConflictPolicy
+
+__all__ = [
+    "DEFAULT_DB_PATH",
+    "DEFAULT_GRAPH_CONFIG",
+    "DEFAULT_MEMORY_CONFIG",
+    "DEFAULT_RETRIEVAL_CONFIG",
+    "DEFAULT_TRUSTED_ACTORS",
+    "MAX_POOL_SETTING",
+    "MIN_RECORD_CHARS",
+    "STATE_VECTOR_PARTS",
+    "GraphConfig",
+    "MemoryConfig",
+    "RetrievalConfig",
+    "Settings",
+]
 
 DEFAULT_DB_PATH = Path("retain.db")
+DEFAULT_TRUSTED_ACTORS = frozenset({"admin", "user"})
+"""Actors allowed to change protected records by default (:mod:`retain.safety.integrity`)."""
+MIN_RECORD_CHARS = 16
+"""Smallest ``max_record_chars`` / ``max_text_chars`` a :class:`MemoryConfig` accepts (characters)."""
+MAX_POOL_SETTING = 1_000_000
+"""Largest value the pool sizes of a :class:`RetrievalConfig` may take (records)."""
+STATE_VECTOR_PARTS: tuple[str, ...] = ("whole", "goal", "result", "phase")
+"""The names :attr:`RetrievalConfig.state_parts` may hold: the :class:`~retain.state.agent.EncodedState`
+fields that are one (dim,) vector (``constraints`` and ``open`` are matrices, ``omitted`` and ``texts``
+no vectors)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphConfig:
+    """Switches of the memory graph (``MemoryConfig(graph=...)``, :mod:`retain.retrieval.graph`).
+
+    Attributes:
+        edges_on_write: create ``next``, ``supersedes``, ``same_entity`` edges on add / update
+            (``derived_from`` and :meth:`retain.Memory.link` edges are always written: the caller
+            asked for them).
+        same_entity_limit: most ``same_entity`` edges per new record (to the most recent matches).
+        same_entity_candidates: lexical matches examined per entity (BM25 top-N, then checked with
+            :func:`~retain.retrieval.graph.extract_entities`).
+        decay: score multiplier per hop in search expansion, in (0, 1].
+
+    Raises:
+        InvalidInput: a negative or non-int limit, or ``decay`` outside (0, 1].
+    """
+
+    edges_on_write: bool = True
+    same_entity_limit: int = 5
+    same_entity_candidates: int = 20
+    decay: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("same_entity_limit", "same_entity_candidates"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidInput(f"{name}: must be an int >= 0, got {value!r}")
+        if not isinstance(self.decay, int | float) or not 0.0 < self.decay <= 1.0:
+            raise InvalidInput(f"decay: must be in (0, 1], got {self.decay!r}")
+
+
+DEFAULT_GRAPH_CONFIG = GraphConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalConfig:
+    """Knobs of the search pool and the post-fusion time boost (``MemoryConfig(retrieval=...)``).
+
+    Attributes:
+        state_pool: records a state brings into a search pool per state vector (``state_parts``).
+        core_pool: most core-tier records (newest first) a state-adaptive search considers.
+        recent_pool: newest records a state-adaptive search considers.
+        state_parts: the parts of an encoded state (:class:`~retain.state.agent.EncodedState` fields,
+            names from :data:`STATE_VECTOR_PARTS`) whose nearest records join a state-adaptive
+            search's pool; each costs a scan of the namespace's embeddings when the state is new.
+            The whole state alone (the mean of subgoal, result and constraints) does as well as
+            whole, subgoal and result at a third of the scan (``benchmarks/sam_scale.py``). () = none.
+        when_weight: added to the learned-fusion score of dated records for "When ..." questions
+            (:func:`retain.text.temporal.time_boost`); 0 = off.
+        range_weight: added to the learned-fusion score of records dated in the range a query
+            names (:func:`retain.text.temporal.time_boost`); chosen on LoCoMo dev by
+            ``benchmarks/temporal_boost.py``.
+
+    Raises:
+        InvalidInput: a pool size that is not an int from 0 to :data:`MAX_POOL_SETTING`, a
+            ``state_parts`` that is not a tuple of names from :data:`STATE_VECTOR_PARTS`, or a weight
+            that is not a finite number.
+    """
+
+    state_pool: int = 20
+    core_pool: int = 50
+    recent_pool: int = 8
+    state_parts: tuple[str, ...] = ("whole",)
+    when_weight: float = 0.0
+    range_weight: float = 0.1
+
+    def __post_init__(self) -> None:
+        for name in ("state_pool", "core_pool", "recent_pool"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_POOL_SETTING:
+                raise InvalidInput(f"{name}: must be an int from 0 to {MAX_POOL_SETTING:,} (records), got {value!r}")
+        parts = self.state_parts
+        if not isinstance(parts, tuple | list):
+            raise InvalidInput(f"state_parts: must be a tuple of part names, got {parts!r}")
+        for name in parts:
+            if name not in STATE_VECTOR_PARTS:
+                close = difflib.get_close_matches(str(name), STATE_VECTOR_PARTS, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise InvalidInput(
+                    f"state_parts: {name!r} is not one of {', '.join(STATE_VECTOR_PARTS)} "
+                    f"(the state parts that are one vector){hint}"
+                )
+        object.__setattr__(self, "state_parts", tuple(parts))
+        for name in ("when_weight", "range_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+                raise InvalidInput(f"{name}: must be a number, got {value!r}")
+
+
+DEFAULT_RETRIEVAL_CONFIG = RetrievalConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryConfig:
+    """Limits and switches of a :class:`~retain.Memory`.
+
+    Attributes:
+        max_record_chars: longest content of one record (characters); longer texts are split
+            into linked parts when ``split_long`` is on, else refused with :class:`~retain.errors.TextTooLong`.
+        max_text_chars: longest text accepted by ``add`` at all (characters), split or not.
+        split_long: split long texts at sentence boundaries instead of refusing them.
+        dedupe: adding the exact content already current in the namespace returns the first id
+            (checked in the write transaction: concurrent writers of one file store it once).
+        classify: infer ``type`` with the rule classifier when the caller gives none.
+        merge_paraphrases: a new record that says what a current record already says (cosine
+            >= ``conflict_policy.paraphrase_cos``, same numbers, no correction cue;
+            :func:`retain.ingest.conflict.decide`) is merged into it instead of stored: the existing
+            record keeps its id and gains the newcomer's source, role, time and text under
+            ``metadata["merged"]`` (audited as "merge").
+        trusted_actors: actor names allowed to pin, unpin, update or delete protected records
+            (current hard constraints, pinned records); every other actor ("tool", "retrieved",
+            "agent", ...) is refused (:mod:`retain.safety.integrity`).
+        supersede: a new record that corrects or updates a current record of its namespace
+            (:func:`retain.ingest.conflict.find_updates`: correction cues, aligned value changes,
+            negation flips) supersedes it in the same transaction: the old one keeps its content
+            as history, leaves the core tier unless pinned, and is audited as "supersede" with the
+            reason and scores. A hard constraint yields only to an explicit correction
+            (:func:`retain.text.cues.explicit_cues`); other proposals against one are audited as
+            refused. Precision 1.000 / recall 0.900 on the shared scenarios
+            (``benchmarks/supersede_detection.py``).
+        conflict_judge: optional second opinion (e.g. an LLM) that may veto each proposed
+            supersede or merge (:class:`retain.ingest.conflict.ConflictJudge`); None = rules only.
+        conflict_policy: the thresholds of supersede and paraphrase detection
+            (:class:`~retain.ingest.conflict.ConflictPolicy`).
+        resolve_times: store the time expressions of each new record, resolved against its
+            ``event_time``, as ``metadata["time_refs"]`` (:func:`retain.text.temporal.resolve_times`;
+            unresolved, granularity "unknown", when the event time is unknown). A caller's own
+            ``time_refs`` are kept as given.
+        graph: the memory graph's switches (:class:`GraphConfig`): edges on write, same-entity
+            fan-out, expansion decay.
+        retrieval: the search pool sizes, state parts and time boost weights (:class:`RetrievalConfig`).
+
+    Raises:
+        InvalidInput: ``trusted_actors`` is not a set of names, or a character limit is not an int
+            >= :data:`MIN_RECORD_CHARS`.
+    """
+
+    max_record_chars: int = 2_000
+    max_text_chars: int = 1_000_000
+    split_long: bool = True
+    dedupe: bool = True
+    classify: bool = True
+    merge_paraphrases: bool = False
+    trusted_actors: frozenset[str] = DEFAULT_TRUSTED_ACTORS
+    supersede: bool = True
+    conflict_judge: ConflictJudge | None = None
+    conflict_policy: ConflictPolicy = DEFAULT_POLICY
+    resolve_times: bool = True
+    graph: GraphConfig = DEFAULT_GRAPH_CONFIG
+    retrieval: RetrievalConfig = field(default=DEFAULT_RETRIEVAL_CONFIG)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.trusted_actors, str) or not all(isinstance(a, str) for a in self.trusted_actors):
+            raise InvalidInput(f"trusted_actors: must be a set of actor names, got {self.trusted_actors!r}")
+        object.__setattr__(self, "trusted_actors", frozenset(self.trusted_actors))
+        for name in ("max_record_chars", "max_text_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < MIN_RECORD_CHARS:
+                raise InvalidInput(f"{name}: must be an int >= {MIN_RECORD_CHARS}, got {value!r}")
+
+
+DEFAULT_MEMORY_CONFIG = MemoryConfig()
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from scipy.stats import kendalltau
 from retain.encoders.basis import HashingEncoder
 from retain.eval.ordering import ordering_tau, retrieved_tau
 from retain.eval.streams import Stream, StreamQuestion, run_budget_grid
-from retain.memory import NewMemory
+from retain.ingest.draft import NewMemory
 
 TIMELINE = {"a": 0, "b": 5, "c": 9, "d": 12}
 

@@ -241,7 +241,7 @@ def test_metric_arithmetic_on_a_hand_built_ranking(tmp_path, hand_retriever):
 def test_history_is_stored_first_and_its_hits_count_as_misses(tmp_path):
     """``history`` records go into the scenario's namespace before its events (positions first), are
     never needed, and a distractor that outranks a needed event pushes it down (a miss at k = 5)."""
-    from retain.memory import NewMemory
+    from retain.ingest.draft import NewMemory
 
     probes = [probe("p1", "e3", "item 21 blue", needed=["e3"])]
     sc = load_scenario(write(tmp_path, scenario(numbered(3), probes)))

@@ -9,10 +9,12 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from retain.config import GraphConfig, MemoryConfig
 from retain.encoders.basis import HashingEncoder
 from retain.errors import InvalidInput, RecordNotFound
-from retain.memory import Memory, MemoryConfig, NewMemory
-from retain.retrieval.graph import GraphConfig, extract_entities, graph_importance, personalized_pagerank
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
+from retain.retrieval.graph import extract_entities, graph_importance, personalized_pagerank
 from retain.store import Store
 from retain.store.base import EdgeType
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.retrieval.fusion import FEATURE_NAMES, PRESETS, SearchConfig, relation_query
 from retain.retrieval.pool import Pool, candidates
 from retain.store.base import RecordFilter

@@ -9,7 +9,8 @@ import pytest
 
 from retain import HashingEncoder
 from retain.errors import InvalidInput
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.sequence.episodes import asks_order, asks_own_mentions, ordering_topic, pick_episodes
 
 NS = "garden"

@@ -12,7 +12,8 @@ import pytest
 
 from retain.encoders.basis import HashingEncoder
 from retain.errors import InvalidInput
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.record import MemoryRecord, Tier, new_id
 from retain.retention.budget import Budget
 from retain.sequence.segments import (

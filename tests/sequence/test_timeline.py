@@ -6,9 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from retain.config import MemoryConfig, RetrievalConfig
 from retain.errors import InvalidInput, RecordNotFound
-from retain.memory import Memory, MemoryConfig, NewMemory
-from retain.sequence.timeline import event_order
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
+from retain.sequence.order import event_order
 
 NS = "trip"
 D1 = datetime(2023, 5, 10, 14, 0, tzinfo=UTC)
@@ -146,7 +148,7 @@ def test_update_resolves_the_new_text(memory: Memory):
     assert "time_refs" not in memory.get(plain, namespace=NS).metadata
 
 
-def test_time_features_and_search_boost(memory: Memory, monkeypatch):
+def test_time_features_and_search_boost(memory: Memory):
     from retain.text import temporal
 
     ids = memory.add_many(
@@ -164,7 +166,9 @@ def test_time_features_and_search_boost(memory: Memory, monkeypatch):
     assert dated.tolist() == [0.0, 0.0, 0.0] and in_range.tolist() == [1.0, 0.0, 0.0]  # by event time
     _, in_range = temporal.time_features(records, "What happened on June 1, 2023?", D2)
     assert in_range.tolist() == [0.0, 1.0, 0.0]  # "yesterday" said on 2 June is 1 June
-    monkeypatch.setattr(temporal, "RANGE_WEIGHT", 5.0)
+    memory = Memory(
+        store=memory.store, encoder=memory.encoder, config=MemoryConfig(retrieval=RetrievalConfig(range_weight=5.0))
+    )
     hits = memory.search("cat", namespace=NS, k=3, now=D2)
     assert all("time" not in h.scores for h in hits)
     hits = memory.search("what did the cat do in May 2023", namespace=NS, k=3, now=D2)

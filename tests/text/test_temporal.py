@@ -204,8 +204,11 @@ def test_search_logs_the_query_expressions_left_out():
     import json
 
     from retain import HashingEncoder, Memory
+    from retain.config import DEFAULT_RETRIEVAL_CONFIG
     from retain.safety.observe import configure_logging, disable_logging
-    from retain.text.temporal import MAX_QUERY_TIME_EXPRESSIONS, RANGE_WEIGHT
+    from retain.text.temporal import MAX_QUERY_TIME_EXPRESSIONS
+
+    RANGE_WEIGHT = DEFAULT_RETRIEVAL_CONFIG.range_weight
 
     stream = io.StringIO()
     with Memory(":memory:", encoder=HashingEncoder(64)) as mem:

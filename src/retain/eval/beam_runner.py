@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from retain.config import MemoryConfig
 from retain.encoders.basis import Encoder
 from retain.eval.beam import BEAM_CATEGORIES, BeamChat
 from retain.eval.streams import CachingEncoder, Stream, StreamQuestion, run_budget_grid
-from retain.memory import MemoryConfig, NewMemory
+from retain.ingest.draft import NewMemory
 
 __all__ = ["BEAM_CONFIG", "beam_stream", "run_beam"]
 

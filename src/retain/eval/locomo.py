@@ -31,7 +31,8 @@ from retain.errors import DatasetUnavailable
 from retain.eval.datasets import LocomoConversation
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k, reciprocal_rank
 from retain.eval.streams import Stream, StreamQuestion
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.retrieval.fusion import PRESETS, LinearFusion, train_fusion
 from retain.retrieval.pool import candidates
 from retain.store.base import RecordFilter

@@ -31,7 +31,8 @@ from tqdm import tqdm
 from retain.encoders.basis import Encoder
 from retain.eval.longmemeval import LmeQuestion
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 
 __all__ = ["KS", "haystack_items", "rank_turns", "run_longmemeval"]
 

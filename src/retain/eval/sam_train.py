@@ -35,6 +35,7 @@ from retain.memory import Memory
 from retain.record import MemoryType
 from retain.retrieval.fusion import PRESETS
 from retain.retrieval.pool import candidates, sam_inputs, state_pool
+from retain.retrieval.search import fuse
 from retain.state.agent import AgentState
 from retain.state.sam import TYPES, SamExample, StateScorer, train_state_scorer
 from retain.store.base import HOT_TIERS, RecordFilter
@@ -104,10 +105,10 @@ def probe_examples(files: Sequence[Path], encoder: Encoder) -> list[ProbeExample
                 done = max(done, order[probe.after])
                 state = AgentState.from_dict(probe.state)
                 encoded = mem.state_encoder.encode(state)
-                extra = state_pool(mem.store, sc.id, encoded, flt)
+                extra = state_pool(mem.store, sc.id, encoded, flt, mem.config.retrieval)
                 pool = candidates(mem.store, mem.encoder, probe.query, sc.id, flt, cfg, extra=extra)
-                scores = mem._fuse(pool, cfg)
-                cands, content, n_terms = sam_inputs(mem.store, sc.id, pool, scores, cfg, mem._candidate_memo)
+                scores = fuse(mem.fusion, pool, cfg)
+                cands, content, n_terms = sam_inputs(mem.store, sc.id, pool, scores, cfg, mem.core.candidate_memo)
                 ids = tuple((r.source or "").removeprefix(prefix) for r in pool.records)
                 needed = frozenset(probe.needed)
                 example = SamExample(

@@ -44,12 +44,14 @@ from typing import Any, Protocol
 
 from tqdm import tqdm
 
+from retain.config import DEFAULT_RETRIEVAL_CONFIG, MemoryConfig, RetrievalConfig
 from retain.encoders.basis import Encoder
 from retain.errors import BudgetInfeasible, InvalidInput
 from retain.eval.metrics import mean_or_none, recall_at_k, reciprocal_rank
 from retain.eval.scenarios import Event, Probe, Scenario, actor_for_role
 from retain.eval.streams import CachingEncoder
-from retain.memory import Memory, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.budget import Budget
 from retain.retrieval.fusion import Hit
@@ -296,6 +298,7 @@ def run_scenarios(
     progress: bool = True,
     dataset: str = "scenarios",
     history: Sequence[NewMemory] = (),
+    retrieval: RetrievalConfig = DEFAULT_RETRIEVAL_CONFIG,
 ) -> dict[str, Any]:
     """Replay every scenario in the full memory and under each capacity budget; score each retriever.
 
@@ -312,6 +315,7 @@ def run_scenarios(
             probes are searched among many distractors (``benchmarks/sam_scale.py``). Its records are
             never needed; a hit on one counts as a miss. Stored without supersede detection, edges or
             time expressions among themselves; not with ``budgets``.
+        retrieval: the search pool sizes and state parts of every memory (:class:`~retain.config.RetrievalConfig`).
 
     Returns: the report dict written by ``--json``: ``runs`` holds one entry per (budget,
     retriever) with ``budget`` (None = full memory), ``overall`` (figures, see
@@ -335,13 +339,13 @@ def run_scenarios(
     if history and budgets:
         raise InvalidInput("history: for the full-memory run only, not with budgets")
     grid: list[Budget | None] = [None, *(Budget(capacity=n, policy=policy) for n in budgets)]
-    cached = CachingEncoder(encoder)
+    cached, config = CachingEncoder(encoder), MemoryConfig(retrieval=retrieval)
     events = sum(len(s.events) for s in scenarios)
     bar = tqdm(total=events * len(grid), disable=not progress, desc="scenario events", unit="ev", mininterval=5.0)
     runs: list[dict[str, Any]] = []
     for budget in grid:
         utility = utility_factory() if budget is not None and budget.needs_utility and utility_factory else None
-        mem = Memory(":memory:", encoder=cached, budget=budget, utility=utility)
+        mem = Memory(":memory:", encoder=cached, budget=budget, utility=utility, config=config)
         try:
             replays = [(s, _replay(s, mem, chosen, lambda: bar.update(1), history)) for s in scenarios]
         finally:

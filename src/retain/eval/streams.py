@@ -28,10 +28,12 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
+from retain.config import DEFAULT_MEMORY_CONFIG, MemoryConfig
 from retain.encoders.basis import Encoder
 from retain.errors import InvalidInput
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k, reciprocal_rank
-from retain.memory import DEFAULT_CONFIG, Memory, MemoryConfig, NewMemory
+from retain.ingest.draft import NewMemory
+from retain.memory import Memory
 from retain.record import MemoryRecord, Tier
 from retain.retention.budget import Budget
 from retain.sequence.episodes import asks_order
@@ -242,7 +244,7 @@ def run_budget_grid(
     utility_for: Callable[[str], Any],
     headline: Sequence[str],
     k_max: int = 50,
-    config: MemoryConfig = DEFAULT_CONFIG,
+    config: MemoryConfig = DEFAULT_MEMORY_CONFIG,
     progress: bool = True,
     order: str = "rank",
 ) -> list[dict[str, Any]]:

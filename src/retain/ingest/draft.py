@@ -1,13 +1,13 @@
 """The write path's drafting: how one new text becomes records, and what those records do to the
 records already stored.
 
-:func:`draft` validates one :class:`~retain.memory.NewMemory` and turns it into records (typed,
+:func:`draft` validates one :class:`NewMemory` (the input of ``Memory.add_many``) and turns it into records (typed,
 dated, split at sentence ends by :func:`split_text` when long); :func:`draft_update` does the same
 for a new version of a record. :func:`look_up_duplicates` finds the drafts already stored (dedupe);
 :func:`merge_paraphrases` and :func:`supersede` decide which stored records the new ones merge into or
 supersede (the relations come from :mod:`retain.ingest.conflict`; the trust rules are applied here);
 :func:`score_utility` sets the importance EMBER's utility model predicts for each new record. Nothing
-here writes: :class:`~retain.memory.Memory` stores the result in one transaction.
+here writes: :mod:`retain.ingest.write` stores the result in one transaction.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,13 +32,17 @@ from retain.store.base import AuditEntry, FindByHash, RecordFilter, RequireUncha
 from retain.text.temporal import time_refs_metadata
 
 if TYPE_CHECKING:
-    from retain.memory import MemoryConfig, NewMemory
+    from retain.config import MemoryConfig
+    from retain.ingest.conflict import ConflictPolicy
     from retain.retention.utility import UtilityModel
 
 __all__ = [
     "RESERVED_METADATA",
     "UPDATABLE_FIELDS",
+    "NewMemory",
+    "check_actor_name",
     "check_text",
+    "coerce_item",
     "draft",
     "draft_update",
     "look_up_duplicates",
@@ -54,7 +59,59 @@ RESERVED_METADATA = frozenset({"split_group", "part", "parts"})
 UPDATABLE_FIELDS = frozenset(
     {"type", "role", "importance", "priority", "pinned", "confidence", "metadata", "event_time"}
 )
-"""The fields :meth:`~retain.memory.Memory.update` may change; the others are copied from the old version."""
+"""The fields :meth:`~retain.Memory.update` may change; the others are copied from the old version."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """Input to :meth:`~retain.Memory.add_many`; the fields mirror the keyword arguments of
+    :meth:`~retain.Memory.add`."""
+
+    content: str
+    type: MemoryType | str | None = None
+    role: str = "user"
+    source: str | None = None
+    event_time: datetime | str | None = None
+    seq: int | None = None
+    segment: str | None = None
+    priority: int = 0
+    importance: float | None = None
+    pinned: bool = False
+    confidence: float = 1.0
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    state: AgentState | Mapping[str, Any] | None = None
+    derived_from: Sequence[str] = ()
+
+
+_NEW_MEMORY_FIELDS = frozenset(f.name for f in fields(NewMemory))
+"""The keys a mapping item of :meth:`~retain.Memory.add_many` may have."""
+
+
+def coerce_item(item: NewMemory | Mapping[str, Any], index: int) -> NewMemory:
+    """``item`` as a :class:`NewMemory` (a mapping holds its fields).
+
+    Raises:
+        InvalidInput: neither a NewMemory nor a mapping, unknown fields, or no ``content``; the
+            message starts with ``item {index}: ``.
+    """
+    if isinstance(item, NewMemory):
+        return item
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"item {index}: expected NewMemory or mapping, got {type(item).__name__}")
+    unknown = sorted(str(key) for key in item if key not in _NEW_MEMORY_FIELDS)
+    if unknown:
+        raise InvalidInput(f"item {index}: unknown field(s) {unknown}; known: {sorted(_NEW_MEMORY_FIELDS)}")
+    if "content" not in item:
+        raise InvalidInput(f"item {index}: 'content' is required")
+    return NewMemory(**item)
+
+
+def check_actor_name(actor: object) -> None:
+    """Raises InvalidInput unless ``actor`` is a non-empty string storable as UTF-8."""
+    if not isinstance(actor, str) or not actor:
+        raise InvalidInput(f"actor: must be a non-empty string, got {actor!r}")
+    check_text(actor, "actor")
+
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s*")
 
@@ -289,10 +346,11 @@ def look_up_duplicates(
 
 
 def merge_paraphrases(
-    store: Store, namespace: str, fresh: list[MemoryRecord]
+    store: Store, namespace: str, fresh: list[MemoryRecord], policy: ConflictPolicy
 ) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, MemoryRecord, str]]]:
     """Split ``fresh`` into records to store and (newcomer, updated existing record, reason)
-    merges of paraphrases of current records (split parts are never merged)."""
+    merges of paraphrases of current records (split parts are never merged; ``policy`` gives the
+    paraphrase threshold, :func:`retain.ingest.conflict.decide`)."""
     from retain.ingest.conflict import Relation, decide
 
     keep: list[MemoryRecord] = []
@@ -305,7 +363,7 @@ def merge_paraphrases(
         near = store.search_vector(namespace, rec.embedding, RecordFilter(tiers=None), limit=3)
         found = {r.id: r for r in store.get(namespace, [h.id for h in near]) if not is_canary(r)}
         candidates = [(merged_into.get(h.id, found[h.id]), h.score) for h in near if h.id in found]
-        decision = decide(rec, candidates)
+        decision = decide(rec, candidates, policy=policy)
         if decision.relation is not Relation.PARAPHRASE or decision.target is None:
             keep.append(rec)
             continue
@@ -342,7 +400,7 @@ def supersede(
     as a refused "supersede" too (the constraint stays current and mandatory)."""
     from retain.ingest.conflict import Relation, find_updates
 
-    found = find_updates(store, namespace, fresh, judge=config.conflict_judge)
+    found = find_updates(store, namespace, fresh, policy=config.conflict_policy, judge=config.conflict_judge)
     refused: list[AuditEntry] = [
         AuditEntry(
             namespace,

@@ -27,7 +27,7 @@ import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
+from retain.config import DEFAULT_GRAPH_CONFIG, GraphConfig
 from retain.errors import InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, utcnow, validate_namespace
 from retain.safety.canary import is_canary
@@ -52,12 +53,9 @@ from retain.store.base import (
 from retain.text.lexical import query_terms
 
 if TYPE_CHECKING:
-    from retain.memory import Memory
     from retain.retrieval.fusion import Hit
 
 __all__ = [
-    "DEFAULT_GRAPH_CONFIG",
-    "GraphConfig",
     "check_derived",
     "check_expand",
     "edges_on_add",
@@ -71,36 +69,6 @@ __all__ = [
     "propagate_importance",
 ]
 
-
-@dataclass(frozen=True, slots=True)
-class GraphConfig:
-    """Switches of the memory graph (``MemoryConfig(graph=...)``).
-
-    Attributes:
-        edges_on_write: create ``next``, ``supersedes``, ``same_entity`` edges on add / update
-            (``derived_from`` and :meth:`retain.Memory.link` edges are always written: the caller
-            asked for them).
-        same_entity_limit: most ``same_entity`` edges per new record (to the most recent matches).
-        same_entity_candidates: lexical matches examined per entity (BM25 top-N, then checked with
-            :func:`extract_entities`).
-        decay: score multiplier per hop in search expansion, in (0, 1].
-    """
-
-    edges_on_write: bool = True
-    same_entity_limit: int = 5
-    same_entity_candidates: int = 20
-    decay: float = 0.5
-
-    def __post_init__(self) -> None:
-        for name in ("same_entity_limit", "same_entity_candidates"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidInput(f"{name}: must be an int >= 0, got {value!r}")
-        if not isinstance(self.decay, int | float) or not 0.0 < self.decay <= 1.0:
-            raise InvalidInput(f"decay: must be in (0, 1], got {self.decay!r}")
-
-
-DEFAULT_GRAPH_CONFIG = GraphConfig()
 
 # --- entities ---------------------------------------------------------------------------------
 
@@ -320,7 +288,7 @@ def _same_entity(
 
 
 def link(
-    memory: Memory,
+    store: Store,
     src: str,
     dst: str,
     type: EdgeType | str,
@@ -350,8 +318,8 @@ def link(
         scrub(reason),
         details={"dst": dst, "type": str(getattr(type, "value", type)), "weight": weight},
     )
-    memory.store.batch([PutEdges((edge,)), AppendAudit(entry)])
-    stored = [e for e in memory.store.edges(namespace, [src], direction="out") if e.dst == dst]
+    store.batch([PutEdges((edge,)), AppendAudit(entry)])
+    stored = [e for e in store.edges(namespace, [src], direction="out") if e.dst == dst]
     return next(e for e in stored if e.type.value == str(getattr(type, "value", type)))
 
 
@@ -591,7 +559,7 @@ def graph_importance(
 
 
 def propagate_importance(
-    memory: Memory,
+    store: Store,
     namespace: str,
     *,
     seeds: Mapping[str, float] | None = None,
@@ -625,14 +593,14 @@ def propagate_importance(
     def once() -> dict[str, float]:  # a WriteConflict: the next pass propagates over the graph as it is now
         weights = seeds
         if weights is None:
-            used = memory.store.list_records(namespace, RecordFilter(tiers=None))
+            used = store.list_records(namespace, RecordFilter(tiers=None))
             weights = {r.id: float(r.access_count) for r in used if r.access_count > 0}
             if not weights:
                 return {}
-        scores = graph_importance(memory.store, namespace, weights, alpha)
+        scores = graph_importance(store, namespace, weights, alpha)
         top = max(scores.values())
         reached = [rid for rid, s in scores.items() if s > 0]
-        records = memory.store.get(namespace, reached)
+        records = store.get(namespace, reached)
         changed: list[MemoryRecord] = []
         guards: list[RequireUnchanged] = []
         audit: list[AuditEntry] = []
@@ -655,7 +623,7 @@ def propagate_importance(
             )
         if not changed:
             return {}
-        memory.store.put(changed, audit, require=guards)
+        store.put(changed, audit, require=guards)
         return {r.id: r.importance for r in changed}
 
     return retry_on_conflict(once)

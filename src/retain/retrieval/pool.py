@@ -11,7 +11,6 @@ channel hits; canaries and index summaries never enter it. :meth:`Pool.features`
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,8 +19,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from retain.config import RetrievalConfig
 from retain.encoders.basis import Encoder
-from retain.errors import InvalidInput
 from retain.numeric.kernels import blocked_product
 from retain.record import MemoryRecord, Tier, search_text, speaker_of
 from retain.retrieval.fusion import (
@@ -44,38 +43,13 @@ from retain.store.base import RecordFilter, ScoredId, Store
 from retain.text.lexical import index_terms, query_terms
 
 __all__ = [
-    "CORE_POOL",
-    "MAX_POOL_SETTING",
-    "RECENT_POOL",
-    "STATE_PARTS",
-    "STATE_POOL",
-    "STATE_VECTOR_PARTS",
     "Pool",
     "candidates",
     "ranked_hits",
     "sam_inputs",
-    "state_parts",
     "state_pool",
 ]
 
-STATE_POOL = 20
-"""Records a state brings into a search pool per state vector (:data:`STATE_PARTS`). This and
-:data:`CORE_POOL`, :data:`RECENT_POOL` are read by every search with a state, which raises
-:class:`~retain.errors.InvalidInput` unless each is an int from 0 to :data:`MAX_POOL_SETTING`."""
-STATE_PARTS: tuple[str, ...] = ("whole",)
-"""The parts of an encoded state (:class:`~retain.state.agent.EncodedState` fields) whose nearest records join
-a state-adaptive search's pool; each costs a scan of the namespace's embeddings when the state is new.
-The whole state alone (the mean of subgoal, result and constraints) does as well as whole, subgoal and
-result among 7,000 distractors (``benchmarks/sam_scale.py``: recall@5 0.655 against 0.658, recall@10
-0.826 against 0.823) at a third of the scan. Names from :data:`STATE_VECTOR_PARTS`; () = none. Read
-by every search with a state, which raises :class:`~retain.errors.InvalidInput` for any other value."""
-STATE_VECTOR_PARTS: tuple[str, ...] = ("whole", "goal", "result", "phase")
-"""The names :data:`STATE_PARTS` may hold: the :class:`~retain.state.agent.EncodedState` fields that are one
-(dim,) vector (``constraints`` and ``open`` are matrices, ``omitted`` and ``texts`` no vectors)."""
-CORE_POOL = 50
-"""Most core-tier records (newest first) a state-adaptive search considers."""
-RECENT_POOL = 8
-"""Newest records a state-adaptive search considers."""
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
@@ -251,44 +225,14 @@ def candidates(
         records, lexical, dense_hits = drop_canaries(records, lexical, dense_hits)
     if any(is_index_summary(r) for r in records):  # summaries of uncompressed segments (retain.sequence.segments)
         records, lexical, dense_hits = drop_index_summaries(records, lexical, dense_hits)
-    via_neighbor = [False] * len(records)
     seen = {(r.segment, r.seq) for r in records if r.seq is not None}
+    via_neighbor = [False] * len(records)
     if records and (cfg.neighbors or learned):
         # channel hits bring their neighbours; a state's extras bring none
         content_ids = {h.id for h in lexical} | {h.id for h in dense_hits} | set(relation_ids)
-        context = (
-            {
-                (r.segment, r.seq + d)
-                for r in records
-                if r.seq is not None and r.id in content_ids
-                for d in (-1, 1)
-                if r.seq + d >= 0
-            }
-            if cfg.neighbors
-            else set()
-        )
-        # the up to 3 records before each channel hit tell how far into its segment it sits (the
-        # turn_position feature); a state's extras are not content matches, so their content score
-        # reads only the turns this search saw anyway (a lookup per extra saved)
-        before = (
-            {
-                (r.segment, r.seq - d)
-                for r in records
-                if r.seq is not None and r.id in content_ids
-                for d in (1, 2, 3)
-                if r.seq - d >= 0
-            }
-            if learned
-            else set()
-        )
-        seqs = {seq for _, seq in (context | before) - seen}
-        known = {r.id for r in records}
-        if seqs:
-            fetched = [r for r in store.list_records(namespace, _with_seqs(flt, seqs)) if r.id not in known]
-            seen.update((r.segment, r.seq) for r in fetched if r.seq is not None)
-            neighbours = [r for r in fetched if (r.segment, r.seq) in context]
-            records.extend(neighbours)
-            via_neighbor.extend([True] * len(neighbours))
+        neighbours = _neighbours(store, namespace, flt, records, content_ids, seen, near=cfg.neighbors, before=learned)
+        records.extend(neighbours)
+        via_neighbor.extend([True] * len(neighbours))
     return Pool.build(
         records=records,
         via_neighbor=via_neighbor,
@@ -304,66 +248,70 @@ def candidates(
     )
 
 
+def _neighbours(
+    store: Store,
+    namespace: str,
+    flt: RecordFilter,
+    records: Sequence[MemoryRecord],
+    content_ids: set[str],
+    seen: set[tuple[str | None, int]],
+    *,
+    near: bool,
+    before: bool,
+) -> list[MemoryRecord]:
+    """The turns next to the channel hits (``content_ids``; seq +- 1, when ``near``) not in the pool
+    yet. With ``before``, the up to 3 turns before each channel hit are read too (into ``seen``,
+    updated in place: they tell how far into its segment a hit sits, the turn_position feature); a
+    state's extras are not content matches, so their content score reads only the turns this search
+    saw anyway (a lookup per extra saved)."""
+    context = (
+        {
+            (r.segment, r.seq + d)
+            for r in records
+            if r.seq is not None and r.id in content_ids
+            for d in (-1, 1)
+            if r.seq + d >= 0
+        }
+        if near
+        else set()
+    )
+    earlier = (
+        {
+            (r.segment, r.seq - d)
+            for r in records
+            if r.seq is not None and r.id in content_ids
+            for d in (1, 2, 3)
+            if r.seq - d >= 0
+        }
+        if before
+        else set()
+    )
+    seqs = {seq for _, seq in (context | earlier) - seen}
+    if not seqs:
+        return []
+    known = {r.id for r in records}
+    fetched = [r for r in store.list_records(namespace, _with_seqs(flt, seqs)) if r.id not in known]
+    seen.update((r.segment, r.seq) for r in fetched if r.seq is not None)
+    return [r for r in fetched if (r.segment, r.seq) in context]
+
+
 def state_pool(
-    store: Store, namespace: str, encoded: EncodedState, flt: RecordFilter, names: Sequence[str] | None = None
+    store: Store, namespace: str, encoded: EncodedState, flt: RecordFilter, settings: RetrievalConfig
 ) -> list[str]:
-    """Ids the state brings into the pool: the records nearest to each of its parts ``names``
-    (default :data:`STATE_PARTS`, checked); the core tier (mandatory records); the newest records."""
-    names = state_parts() if names is None else names
-    per_part, core_limit, recent = (_pool_size(n, v) for n, v in _pool_settings())
-    parts = [v for v in (getattr(encoded, name) for name in names) if v.any()]
+    """Ids the state brings into the pool: the records nearest to each of its parts
+    (``settings.state_parts``, ``settings.state_pool`` per part); the core tier (mandatory records,
+    at most ``settings.core_pool``, newest first); the ``settings.recent_pool`` newest records."""
+    parts = [v for v in (getattr(encoded, name) for name in settings.state_parts) if v.any()]
     ids: list[str] = []
-    if parts and per_part:  # one scan of the stored embeddings for all parts
-        for hits in store.search_vectors(namespace, np.stack(parts), flt, per_part):
+    if parts and settings.state_pool:  # one scan of the stored embeddings for all parts
+        for hits in store.search_vectors(namespace, np.stack(parts), flt, settings.state_pool):
             ids += [h.id for h in hits]
     core = replace(flt, tiers=tuple(t for t in (flt.tiers or tuple(Tier)) if t is Tier.CORE))
-    if core.tiers and core_limit:
-        ids += store.list_ids(namespace, core, limit=core_limit, order="recent")
-    if recent:
-        ids += store.list_ids(namespace, flt, limit=recent, order="recent")
+    if core.tiers and settings.core_pool:
+        ids += store.list_ids(namespace, core, limit=settings.core_pool, order="recent")
+    if settings.recent_pool:
+        ids += store.list_ids(namespace, flt, limit=settings.recent_pool, order="recent")
     return ids
-
-
-MAX_POOL_SETTING = 1_000_000
-"""Largest value :data:`STATE_POOL`, :data:`CORE_POOL` and :data:`RECENT_POOL` may be set to."""
-
-
-def _pool_settings() -> tuple[tuple[str, object], ...]:
-    return (("STATE_POOL", STATE_POOL), ("CORE_POOL", CORE_POOL), ("RECENT_POOL", RECENT_POOL))
-
-
-def _pool_size(name: str, value: object) -> int:
-    """A pool-size setting as it is now (a caller may have set it), checked like :func:`state_parts`.
-
-    Raises:
-        InvalidInput: not an int (bool, float, str, None included) or outside 0 .. :data:`MAX_POOL_SETTING`.
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_POOL_SETTING:
-        raise InvalidInput(
-            f"retain.retrieval.pool.{name}: must be an int from 0 to {MAX_POOL_SETTING:,} (records), got {value!r}"
-        )
-    return value
-
-
-def state_parts() -> tuple[str, ...]:
-    """:data:`STATE_PARTS` as it is now (a caller may have set it), checked against
-    :data:`STATE_VECTOR_PARTS`.
-
-    Raises:
-        InvalidInput: not a tuple or list, or a name that is not a single-vector state part.
-    """
-    parts = STATE_PARTS
-    if not isinstance(parts, tuple | list):
-        raise InvalidInput(f"retain.retrieval.pool.STATE_PARTS: must be a tuple of part names, got {parts!r}")
-    for name in parts:
-        if name not in STATE_VECTOR_PARTS:
-            close = difflib.get_close_matches(str(name), STATE_VECTOR_PARTS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise InvalidInput(
-                f"retain.retrieval.pool.STATE_PARTS: {name!r} is not one of {', '.join(STATE_VECTOR_PARTS)} "
-                f"(the state parts that are one vector){hint}"
-            )
-    return tuple(parts)
 
 
 def sam_inputs(

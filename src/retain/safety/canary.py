@@ -27,17 +27,18 @@ from retain.record import MemoryRecord, MemoryType, Tier, content_hash, validate
 from retain.store.base import ALL_RECORDS, AppendAudit, AuditEntry, ScoredId, Store
 
 if TYPE_CHECKING:
-    from retain.memory import Memory
+    from retain.config import MemoryConfig
 
 __all__ = [
     "CANARY_KEY",
     "CANARY_STATUSES",
     "CanaryReport",
     "CanaryStatus",
-    "add_canary",
+    "canary_item",
     "check",
     "drop_canaries",
     "is_canary",
+    "register",
 ]
 
 CANARY_KEY = "canary"
@@ -94,16 +95,17 @@ def drop_canaries(
     )
 
 
-def add_canary(
-    memory: Memory,
+def canary_item(
+    config: MemoryConfig,
+    store: Store,
     content: str,
     *,
     namespace: str,
     role: str = "system",
     source: str | None = None,
-    actor: str = "user",
-) -> str:
-    """Plant a canary; returns its record id. Use through :meth:`retain.Memory.add_canary`.
+) -> tuple[dict[str, Any], str]:
+    """The ``add_many`` item of a new canary and its content's sha256 (hex). Use through
+    :meth:`retain.Memory.add_canary`, which stores the item and then :func:`register` s it.
 
     The record is a pinned ``fact`` (core tier, importance 1.0) stored in one piece; the audit log
     gets the usual ``add`` entry and a ``canary`` entry with the content's sha256.
@@ -112,47 +114,45 @@ def add_canary(
         InvalidInput: empty content, bad namespace, or the same content is already held in the
             namespace (a canary must be a record of its own).
         TextTooLong: content over ``config.max_record_chars`` (a canary is never split).
-        BudgetInfeasible: with a budget, the namespace's mandatory records would no longer fit.
-        Forbidden: ``actor`` is not trusted (a canary is pinned; see :mod:`retain.safety.integrity`).
     """
-    from retain.memory import NewMemory
-
     validate_namespace(namespace)
     if not isinstance(content, str) or not content.strip():
         raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
-    limit = memory.config.max_record_chars
+    limit = config.max_record_chars
     if len(content) > limit:
         raise TextTooLong(f"content: {len(content):,} characters, a canary is one record of at most {limit:,}")
-    existing = memory.store.find_by_hash(namespace, content_hash(content))
+    existing = store.find_by_hash(namespace, content_hash(content))
     if existing is not None:
         raise InvalidInput(f"content: already held as record {existing.id}; a canary must be unique")
     sha = digest(content)
-    item = NewMemory(
-        content=content,
-        type=MemoryType.FACT,
-        role=role,
-        source=source,
-        importance=1.0,
-        pinned=True,
-        metadata={CANARY_KEY: {"sha256": sha}},
-    )
-    (record_id,) = memory.add_many([item], namespace=namespace, actor=actor)
+    item = {
+        "content": content,
+        "type": MemoryType.FACT,
+        "role": role,
+        "source": source,
+        "importance": 1.0,
+        "pinned": True,
+        "metadata": {CANARY_KEY: {"sha256": sha}},
+    }
+    return item, sha
+
+
+def register(store: Store, namespace: str, record_id: str, sha: str, *, actor: str) -> None:
+    """Append the ``canary`` audit entry that registers record ``record_id`` (content sha256 ``sha``)."""
     entry = AuditEntry(namespace, "canary", record_id, actor, "canary planted", details={"sha256": sha})
-    memory.store.batch([AppendAudit(entry)])
-    return record_id
+    store.batch([AppendAudit(entry)])
 
 
-def check(memory: Memory | Store, namespace: str | None = None) -> CanaryReport:
+def check(store: Store, namespace: str | None = None) -> CanaryReport:
     """State of every canary of ``namespace`` (None = every namespace); see the module docstring.
 
     Canaries are those registered in the audit log plus any record marked in its metadata (a crash
-    between the add and the registration leaves a marked record only). ``memory`` may be a set-up
+    between the add and the registration leaves a marked record only). ``store`` is a set-up
     :class:`~retain.store.Store` (no encoder needed).
 
     Raises:
         InvalidInput: bad namespace.
     """
-    store = memory if isinstance(memory, Store) else memory.store
     if namespace is not None:
         validate_namespace(namespace)
     expected: dict[tuple[str, str], str | None] = {}

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from retain.errors import BudgetInfeasible, InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, MemoryType, new_id, utcnow, validate_namespace
+from retain.retrieval.search import search
 from retain.safety.canary import is_canary
 from retain.safety.observe import annotate, observed
 from retain.safety.redaction import redact_record, redact_value, scrub
@@ -48,7 +49,7 @@ from retain.store.base import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance,
 from retain.text.lexical import check_query
 
 if TYPE_CHECKING:
-    from retain.memory import Memory
+    from retain.core import Core
     from retain.retrieval.fusion import Hit
 
 __all__ = [
@@ -219,7 +220,7 @@ PHASE_LOOKBACK = 200
 
 @observed("context", args=("namespace", "k", "budget_tokens"), result=_packed)
 def pack(
-    memory: Memory,
+    core: Core,
     query: str,
     *,
     namespace: str,
@@ -230,7 +231,13 @@ def pack(
     actor: str = "agent",
     working: int = 5,
 ) -> Context:
-    """Pack the prompt context for ``query``; see the module docstring. Use ``Memory.context``.
+    """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens
+    of the rendered lines): the namespace's current hard constraints first (mandatory), then the
+    working tier (the ``working`` newest records and, with a state, the current phase's newest
+    records), then state-adaptive search hits best first (the long-term tier). Returns a
+    :class:`Context` (``text``, ``provenance_id``, included items with scores and sources, left-out
+    candidates with the reason); the provenance is stored and audited as "retrieve". ``state`` (an
+    agent state mapping) is stored as given. See the module docstring. Use ``Memory.context``.
 
     Raises:
         InvalidInput: bad namespace, query not a string or longer than
@@ -251,23 +258,64 @@ def pack(
     ):
         raise InvalidInput(f"threshold: must be a finite number or None, got {threshold!r}")
     state_doc = _check_state(state)
+    mandatory, working_set = _tiers(core.store, namespace, state, working)
+    candidates = _candidates(core, query, namespace, state, k)
+    records = [*mandatory, *working_set, *(h.record for h in candidates)]
+    counts = core.encoder.count_tokens([render_line(r) for r in records]) if records else []
+    tokens = dict(zip((r.id for r in records), counts, strict=True))
+    need = sum(tokens[r.id] for r in mandatory)
+    if need > budget_tokens:
+        raise BudgetInfeasible(
+            f"context: the {len(mandatory)} current hard constraint{'s' if len(mandatory) != 1 else ''} of "
+            f"namespace {namespace!r} need{'s' if len(mandatory) == 1 else ''} {need} "
+            f"tokens, budget_tokens is {budget_tokens}; nothing was packed"
+        )
+    filled = _Filling(budget_tokens, threshold, tokens)
+    filled.add_mandatory(mandatory, {h.record.id: h for h in candidates})
+    filled.add_working(working_set)
+    filled.add_hits(candidates)
+    provenance = Provenance(
+        id=new_id(),
+        namespace=namespace,
+        created_at=utcnow(),
+        query=scrub(query),  # the provenance table is read back by explain(): no raw secret in it
+        state=None if state_doc is None else redact_value(state_doc)[0],
+        k=k,
+        threshold=None if threshold is None else float(threshold),
+        budget_tokens=budget_tokens,
+        used_tokens=filled.used,
+        encoder=core.encoder.name,
+        items=tuple(filled.items),
+        left_out=tuple(filled.left),
+    )
+    _store(core.store, provenance, actor)
+    return Context(text="\n".join(filled.lines), provenance=provenance)
 
+
+def _tiers(
+    store: Store, namespace: str, state: Mapping[str, Any] | None, working: int
+) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+    """(the current hard constraints, the working tier redacted as search hits are); no canaries."""
     mandatory = [
         r
-        for r in memory.store.list_records(
+        for r in store.list_records(
             namespace, RecordFilter(types=(MemoryType.HARD_CONSTRAINT,), tiers=HOT_TIERS), order="created"
         )
         if not is_canary(r)
     ]
     phase = AgentState.from_dict(state).phase if state else None
     depth = PHASE_LOOKBACK if phase and working else working  # one read serves both parts of the tier
-    newest = memory.store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=depth, order="recent")
+    newest = store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=depth, order="recent")
     recent = newest[:working]
     in_phase = [r for r in newest if r.metadata.get(PHASE_KEY) == phase][:working] if phase else []
     working_set = [r for r in {r.id: r for r in [*in_phase, *recent]}.values() if not is_canary(r)]
-    working_set = [redact_record(r).record for r in working_set]  # as search hits are: redacted
+    return mandatory, [redact_record(r).record for r in working_set]
+
+
+def _candidates(core: Core, query: str, namespace: str, state: Mapping[str, Any] | None, k: int) -> list[Hit]:
+    """The search hits best first, history included, until ``k`` current ones."""
     hits = (
-        memory.search(query, namespace=namespace, k=2 * k, include_superseded=True, state=state or None)
+        search(core, query, namespace=namespace, k=2 * k, include_superseded=True, state=state or None)
         if query.strip()
         else []
     )
@@ -279,96 +327,98 @@ def pack(
         candidates.append(hit)
         current += hit.record.superseded_by is None
     annotate(n_candidates=len(candidates))
-    records = [*mandatory, *working_set, *(h.record for h in candidates)]
-    counts = memory.encoder.count_tokens([render_line(r) for r in records]) if records else []
-    tokens = dict(zip((r.id for r in records), counts, strict=True))
+    return candidates
 
-    need = sum(tokens[r.id] for r in mandatory)
-    if need > budget_tokens:
-        raise BudgetInfeasible(
-            f"context: the {len(mandatory)} current hard constraint{'s' if len(mandatory) != 1 else ''} of "
-            f"namespace {namespace!r} need{'s' if len(mandatory) == 1 else ''} {need} "
-            f"tokens, budget_tokens is {budget_tokens}; nothing was packed"
-        )
-    by_id = {h.record.id: h for h in candidates}
-    items = [_item(r, "hard_constraint", tokens[r.id], by_id.get(r.id)) for r in mandatory]
-    held = {r.content_hash: r.id for r in mandatory}
-    lines = [render_line(r) for r in mandatory]
-    used = need
-    left: list[LeftOut] = []
-    packed = {r.id for r in mandatory}
-    for rec in working_set:
-        if rec.id in packed:
-            continue
-        if used + tokens[rec.id] > budget_tokens:
-            left.append(LeftOut(rec.id, "budget", None, None, tokens[rec.id], "working tier: did not fit"))
-            continue
-        used += tokens[rec.id]
-        packed.add(rec.id)
-        held[rec.content_hash] = rec.id
-        lines.append(render_line(rec))
-        items.append(_item(rec, "working", tokens[rec.id], None))
-    left_working = {x.record_id for x in left}
-    for hit in candidates:
-        rec = hit.record
-        if rec.id in packed or rec.id in left_working:
-            continue  # already in (a constraint or the working tier), or already left out as working
-        need_here = tokens[rec.id]
-        if rec.superseded_by is not None:
-            reason, detail = "superseded", f"superseded by {rec.superseded_by}"
-        elif rec.content_hash in held:
-            reason, detail = "duplicate", f"same content as {held[rec.content_hash]}"
-        elif threshold is not None and hit.score < threshold:
-            reason, detail = "below_threshold", f"score below {threshold:g}"
-        elif used + need_here > budget_tokens:
-            reason, detail = "budget", f"needs {need_here} tokens, {budget_tokens - used} left"
-        else:
-            reason, detail = "", ""
-        if reason:
-            left.append(LeftOut(rec.id, reason, hit.score, hit.rank, need_here, detail))
-        else:
-            used += tokens[rec.id]
-            held[rec.content_hash] = rec.id
-            lines.append(render_line(rec))
-            items.append(_item(rec, "retrieved", tokens[rec.id], hit))
-    provenance = Provenance(
-        id=new_id(),
-        namespace=namespace,
-        created_at=utcnow(),
-        query=scrub(query),  # the provenance table is read back by explain(): no raw secret in it
-        state=None if state_doc is None else redact_value(state_doc)[0],
-        k=k,
-        threshold=None if threshold is None else float(threshold),
-        budget_tokens=budget_tokens,
-        used_tokens=used,
-        encoder=memory.encoder.name,
-        items=tuple(items),
-        left_out=tuple(left),
-    )
-    reasons = {r: sum(x.reason == r for x in left) for r in LEFT_OUT_REASONS}
+
+class _Filling:
+    """The context being filled within ``budget`` tokens: lines, items, left-out candidates, tokens used."""
+
+    def __init__(self, budget: int, threshold: float | None, tokens: Mapping[str, int]) -> None:
+        self.budget, self.threshold, self.tokens = budget, threshold, tokens
+        self.items: list[ContextItem] = []
+        self.lines: list[str] = []
+        self.left: list[LeftOut] = []
+        self.used = 0
+        self.held: dict[str, str] = {}  # content hash -> record id packed
+        self.packed: set[str] = set()  # ids of the constraints and working records packed
+
+    def _put(self, rec: MemoryRecord, tier: str, hit: Hit | None) -> None:
+        self.used += self.tokens[rec.id]
+        self.held[rec.content_hash] = rec.id
+        self.lines.append(render_line(rec))
+        self.items.append(_item(rec, tier, self.tokens[rec.id], hit))
+
+    def add_mandatory(self, mandatory: Sequence[MemoryRecord], hits: Mapping[str, Hit]) -> None:
+        """Every hard constraint (their total is known to fit)."""
+        for rec in mandatory:
+            self.packed.add(rec.id)
+            self._put(rec, "hard_constraint", hits.get(rec.id))
+
+    def add_working(self, working_set: Sequence[MemoryRecord]) -> None:
+        """The working tier, newest first, each record that fits."""
+        for rec in working_set:
+            if rec.id in self.packed:
+                continue
+            if self.used + self.tokens[rec.id] > self.budget:
+                self.left.append(
+                    LeftOut(rec.id, "budget", None, None, self.tokens[rec.id], "working tier: did not fit")
+                )
+                continue
+            self.packed.add(rec.id)
+            self._put(rec, "working", None)
+
+    def add_hits(self, candidates: Sequence[Hit]) -> None:
+        """The search hits best first, each current, new, above the threshold and fitting."""
+        left_working = {x.record_id for x in self.left}
+        for hit in candidates:
+            rec = hit.record
+            if rec.id in self.packed or rec.id in left_working:
+                continue  # already in (a constraint or the working tier), or already left out as working
+            need_here = self.tokens[rec.id]
+            if rec.superseded_by is not None:
+                reason, detail = "superseded", f"superseded by {rec.superseded_by}"
+            elif rec.content_hash in self.held:
+                reason, detail = "duplicate", f"same content as {self.held[rec.content_hash]}"
+            elif self.threshold is not None and hit.score < self.threshold:
+                reason, detail = "below_threshold", f"score below {self.threshold:g}"
+            elif self.used + need_here > self.budget:
+                reason, detail = "budget", f"needs {need_here} tokens, {self.budget - self.used} left"
+            else:
+                reason, detail = "", ""
+            if reason:
+                self.left.append(LeftOut(rec.id, reason, hit.score, hit.rank, need_here, detail))
+            else:
+                self._put(rec, "retrieved", hit)
+
+
+def _store(store: Store, provenance: Provenance, actor: str) -> None:
+    """Store ``provenance`` with its "retrieve" audit entry (ids and scores) in one transaction."""
+    reasons = {r: sum(x.reason == r for x in provenance.left_out) for r in LEFT_OUT_REASONS}
     entry = AuditEntry(
-        namespace,
+        provenance.namespace,
         "retrieve",
         None,
         actor,
         "context packed",
         details={
             "provenance_id": provenance.id,
-            "included": [[i.record_id, None if i.score is None else round(i.score, 6)] for i in items],
+            "included": [[i.record_id, None if i.score is None else round(i.score, 6)] for i in provenance.items],
             "left_out": reasons,
-            "budget_tokens": budget_tokens,
-            "used_tokens": used,
+            "budget_tokens": provenance.budget_tokens,
+            "used_tokens": provenance.used_tokens,
         },
     )
-    memory.store.batch(
-        [PutProvenance(provenance.id, namespace, provenance.created_at, provenance.body()), AppendAudit(entry)]
+    store.batch(
+        [
+            PutProvenance(provenance.id, provenance.namespace, provenance.created_at, provenance.body()),
+            AppendAudit(entry),
+        ]
     )
-    return Context(text="\n".join(lines), provenance=provenance)
 
 
-def explain(memory: Memory | Store, provenance_id: str, *, namespace: str | None = None) -> Provenance:
-    """The stored provenance of a packed context. Use through ``Memory.explain`` (or pass a set-up
-    :class:`~retain.store.Store`: no encoder needed).
+def explain(store: Store, provenance_id: str, *, namespace: str | None = None) -> Provenance:
+    """The stored provenance of a packed context (a set-up :class:`~retain.store.Store`: no encoder
+    needed). Use through ``Memory.explain``.
 
     Raises:
         InvalidInput: ``provenance_id`` not a non-empty string; bad namespace.
@@ -378,7 +428,6 @@ def explain(memory: Memory | Store, provenance_id: str, *, namespace: str | None
         raise InvalidInput("provenance_id: required, a non-empty string")
     if namespace is not None:
         validate_namespace(namespace)
-    store = memory if isinstance(memory, Store) else memory.store
     row = store.provenance(provenance_id.strip(), namespace)
     if row is None:
         where = "" if namespace is None else f" in namespace {namespace!r}"

@@ -12,8 +12,9 @@ record, or pin, unpin, update or delete a protected one. An untrusted request is
 attempt, allowed or refused, is written to the audit log with the actor, the reason and the outcome
 (``details["outcome"]``: "done", "refused", "unchanged", "no_match").
 
-The functions here take a :class:`~retain.memory.Memory`; ``Memory.pin``, ``Memory.unpin``,
-``Memory.forget`` and ``Memory.retention_report`` are thin wrappers.
+The functions here take a :class:`~retain.core.Core`; ``Memory.pin``, ``Memory.unpin``,
+``Memory.forget`` and ``Memory.retention_report`` are thin wrappers. :func:`family` (every version
+and split part of a record) is what ``delete`` and :func:`forget` purge.
 """
 
 from __future__ import annotations
@@ -25,36 +26,38 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from retain.config import DEFAULT_TRUSTED_ACTORS
 from retain.errors import Forbidden, InvalidInput
 from retain.record import MemoryRecord, Tier, validate_namespace
 from retain.retention.budget import is_mandatory
+from retain.retrieval.search import search
 from retain.safety.redaction import scrub
 from retain.store.base import (
+    ALL_RECORDS,
     AppendAudit,
     AuditEntry,
     DeleteRecords,
     PutRecords,
     RecordFilter,
     RequireUnchanged,
+    Store,
     retry_on_conflict,
 )
 
 if TYPE_CHECKING:
-    from retain.memory import Memory
+    from retain.core import Core
 
 __all__ = [
-    "DEFAULT_TRUSTED_ACTORS",
     "ForgetReport",
     "RetentionReport",
     "check_actor",
     "check_pin_on_add",
+    "family",
     "forget",
     "is_trusted",
     "retention_report",
     "set_pinned",
 ]
-
-DEFAULT_TRUSTED_ACTORS = frozenset({"admin", "user"})
 
 
 def is_trusted(actor: str, trusted: Iterable[str] = DEFAULT_TRUSTED_ACTORS) -> bool:
@@ -69,7 +72,7 @@ def _entry(
 
 
 def check_actor(
-    mem: Memory, op: str, records: Sequence[MemoryRecord], *, namespace: str, actor: str, reason: str
+    core: Core, op: str, records: Sequence[MemoryRecord], *, namespace: str, actor: str, reason: str
 ) -> None:
     """Refuse ``op`` by an untrusted ``actor`` when any of ``records`` is protected.
 
@@ -78,23 +81,23 @@ def check_actor(
     Raises:
         Forbidden: names the actor, the operation and the protected record ids.
     """
-    if is_trusted(actor, mem.config.trusted_actors):
+    if is_trusted(actor, core.config.trusted_actors):
         return
     guarded = [r for r in records if is_mandatory(r)]
     if not guarded:
         return
     why = reason or "untrusted actor"
-    mem.store.batch(
+    core.store.batch(
         [AppendAudit(_entry(namespace, op, r.id, actor, why, "refused", protected=_why(r))) for r in guarded]
     )
     ids = ", ".join(r.id for r in guarded)
     raise Forbidden(
         f"{op}: actor {actor!r} is not trusted and may not change protected records ({ids}); "
-        f"trusted actors: {sorted(mem.config.trusted_actors)}. The refusal is audited."
+        f"trusted actors: {sorted(core.config.trusted_actors)}. The refusal is audited."
     )
 
 
-def check_pin_on_add(mem: Memory, indexes: Sequence[int], *, namespace: str, actor: str) -> None:
+def check_pin_on_add(core: Core, indexes: Sequence[int], *, namespace: str, actor: str) -> None:
     """Refuse new records with ``pinned=True`` from an untrusted ``actor``: a pinned record can never
     be evicted, so a tool output or a retrieved page must not be able to create one (it could fill
     the core tier). ``indexes`` are the positions of the pinned items in the batch.
@@ -104,21 +107,43 @@ def check_pin_on_add(mem: Memory, indexes: Sequence[int], *, namespace: str, act
     Raises:
         Forbidden: names the actor and the item positions.
     """
-    if is_trusted(actor, mem.config.trusted_actors):
+    if is_trusted(actor, core.config.trusted_actors):
         return
     where = ", ".join(map(str, indexes))
-    mem.store.batch([AppendAudit(_entry(namespace, "add", None, actor, "pinned add by untrusted actor", "refused"))])
+    core.store.batch([AppendAudit(_entry(namespace, "add", None, actor, "pinned add by untrusted actor", "refused"))])
     raise Forbidden(
         f"add: actor {actor!r} is not trusted and may not create pinned records (item {where}); "
-        f"trusted actors: {sorted(mem.config.trusted_actors)}. Nothing was written; the refusal is audited."
+        f"trusted actors: {sorted(core.config.trusted_actors)}. Nothing was written; the refusal is audited."
     )
+
+
+def family(store: Store, record: MemoryRecord) -> list[str]:
+    """Ids of every version and split part connected to ``record`` (sorted): what a delete purges."""
+    everything = {r.id: r for r in store.list_records(record.namespace, ALL_RECORDS)}
+    successors: dict[str, list[str]] = {}
+    for r in everything.values():
+        if r.supersedes:
+            successors.setdefault(r.supersedes, []).append(r.id)
+    found, stack = set(), [record.id]
+    while stack:
+        rid = stack.pop()
+        if rid in found or rid not in everything:
+            continue
+        found.add(rid)
+        rec = everything[rid]
+        stack.extend(x for x in (rec.supersedes, rec.superseded_by) if x)
+        stack.extend(successors.get(rid, ()))
+        group = rec.metadata.get("split_group")
+        if group:
+            stack.extend(r.id for r in everything.values() if r.metadata.get("split_group") == group)
+    return sorted(found)
 
 
 def _why(record: MemoryRecord) -> str:
     return "pinned" if record.pinned else "hard_constraint"
 
 
-def set_pinned(mem: Memory, id: str, *, namespace: str, pinned: bool, actor: str, reason: str) -> MemoryRecord:
+def set_pinned(core: Core, id: str, *, namespace: str, pinned: bool, actor: str, reason: str) -> MemoryRecord:
     """Pin (``pinned=True``: core tier, never evicted) or unpin (back to ``dynamic``, subject to the
     budget; a current hard constraint stays in core) the current record ``id``. Audited as "pin" /
     "unpin" with the tiers before and after. Returns the record as stored.
@@ -132,25 +157,25 @@ def set_pinned(mem: Memory, id: str, *, namespace: str, pinned: bool, actor: str
             written.
     """
     op = "pin" if pinned else "unpin"
-    record = mem.get(id, namespace=namespace)
+    record = core.get(id, namespace=namespace)
     if not record.is_current:
         raise InvalidInput(f"id {id} is superseded by {record.superseded_by}; {op} the current version")
-    if not is_trusted(actor, mem.config.trusted_actors):
-        mem.store.batch([AppendAudit(_entry(namespace, op, id, actor, reason or "untrusted actor", "refused"))])
-        raise Forbidden(f"{op}: actor {actor!r} is not trusted; trusted actors: {sorted(mem.config.trusted_actors)}")
+    if not is_trusted(actor, core.config.trusted_actors):
+        core.store.batch([AppendAudit(_entry(namespace, op, id, actor, reason or "untrusted actor", "refused"))])
+        raise Forbidden(f"{op}: actor {actor!r} is not trusted; trusted actors: {sorted(core.config.trusted_actors)}")
     if record.pinned == pinned:
-        mem.store.batch([AppendAudit(_entry(namespace, op, id, actor, reason, "unchanged", tier=record.tier.value))])
+        core.store.batch([AppendAudit(_entry(namespace, op, id, actor, reason, "unchanged", tier=record.tier.value))])
         return record
     new = record.evolve(pinned=pinned)
     new = new.evolve(tier=Tier.CORE if is_mandatory(new) else Tier.DYNAMIC)
     moved: list[MemoryRecord] = []
     evictions: list[AuditEntry] = []
-    if mem.budget is not None:
-        mem._hot.pop(namespace, None)
-        (new,), moved, evictions = mem._apply_budget(namespace, [new], actor=actor, trigger=op, exclude=frozenset({id}))
+    if core.budget is not None:
+        core.invalidate(namespace)
+        (new,), moved, evictions = core.apply_budget(namespace, [new], actor=actor, trigger=op, exclude=frozenset({id}))
     entry = _entry(namespace, op, id, actor, reason, "done", tier_before=record.tier.value, tier_after=new.tier.value)
     try:
-        mem.store.batch(
+        core.store.batch(
             [
                 # the record (and those evicted) as read: deleted or changed by another writer since,
                 # none is written back from a stale copy
@@ -162,7 +187,7 @@ def set_pinned(mem: Memory, id: str, *, namespace: str, pinned: bool, actor: str
             ]
         )
     except BaseException:
-        mem._hot.pop(namespace, None)
+        core.invalidate(namespace)
         raise
     return new
 
@@ -187,7 +212,7 @@ _ID_SHAPE = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 """A record id (:func:`retain.record.new_id`: a ULID, Crockford base32)."""
 
 
-def forget(mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason: str = "", k: int = 1) -> ForgetReport:
+def forget(core: Core, query_or_id: str, *, namespace: str, actor: str, reason: str = "", k: int = 1) -> ForgetReport:
     """Forget a record by id, or the ``k`` best search hits (any tier) for a query that share a term
     with it (a BM25 match; a hit found by embedding similarity alone is never forgotten, so a query
     about something not stored forgets nothing). A string shaped like a record id (a 26-character
@@ -215,31 +240,33 @@ def forget(mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason:
         raise InvalidInput("query_or_id: required, a non-empty string")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInput(f"k: must be an int >= 1, got {k!r}")
-    trusted = is_trusted(actor, mem.config.trusted_actors)
+    trusted = is_trusted(actor, core.config.trusted_actors)
     return retry_on_conflict(
-        lambda: _forget_once(mem, query_or_id, namespace=namespace, actor=actor, reason=reason, k=k, trusted=trusted)
+        lambda: _forget_once(core, query_or_id, namespace=namespace, actor=actor, reason=reason, k=k, trusted=trusted)
     )
 
 
 def _forget_once(
-    mem: Memory, query_or_id: str, *, namespace: str, actor: str, reason: str, k: int, trusted: bool
+    core: Core, query_or_id: str, *, namespace: str, actor: str, reason: str, k: int, trusted: bool
 ) -> ForgetReport:
-    targets = mem.store.get(namespace, [query_or_id])
+    targets = core.store.get(namespace, [query_or_id])
     if not targets and not _ID_SHAPE.match(query_or_id):
-        if not mem.store.supports_lexical:
+        if not core.store.supports_lexical:
             raise InvalidInput("forget: this store has no lexical search; forget by id")
-        hits = mem.search(query_or_id, namespace=namespace, k=k, tiers=list(Tier))
+        hits = search(core, query_or_id, namespace=namespace, k=k, tiers=list(Tier))
         targets = [h.record for h in hits if h.scores.get("bm25", 0.0) > 0.0]
     if not targets:
-        mem.store.batch([AppendAudit(_entry(namespace, "forget", None, actor, reason, "no_match"))])
+        core.store.batch([AppendAudit(_entry(namespace, "forget", None, actor, reason, "no_match"))])
         return ForgetReport((), (), actor, trusted)
-    everything = {r.id: r for r in mem.store.list_records(namespace, RecordFilter(tiers=None, include_superseded=True))}
+    everything = {
+        r.id: r for r in core.store.list_records(namespace, RecordFilter(tiers=None, include_superseded=True))
+    }
     deleted: list[str] = []
     refused: list[str] = []
     audit: list[AuditEntry] = []
     for target in targets:
-        family = [i for i in mem._family(target) if i not in deleted]
-        guarded = [everything[i] for i in family if i in everything and is_mandatory(everything[i])]
+        versions = [i for i in family(core.store, target) if i not in deleted]
+        guarded = [everything[i] for i in versions if i in everything and is_mandatory(everything[i])]
         if guarded and not trusted:
             refused.append(target.id)
             audit.append(
@@ -254,14 +281,14 @@ def _forget_once(
                 )
             )
             continue
-        deleted.extend(family)
-        audit.extend(_entry(namespace, "forget", i, actor, reason, "done", matched=target.id) for i in family)
-    mem._hot.pop(namespace, None)
+        deleted.extend(versions)
+        audit.extend(_entry(namespace, "forget", i, actor, reason, "done", matched=target.id) for i in versions)
+    core.invalidate(namespace)
     ops: list[Any] = [DeleteRecords(namespace, tuple(deleted))] if deleted else []
     # the versions as read: one written, pinned or moved by another writer since would be left behind
     # current, or purged by an actor the check would have refused
     guards = [RequireUnchanged(namespace, i, r.tier) for i in deleted if (r := everything.get(i)) and r.is_current]
-    mem.store.batch([*guards, *ops, *(AppendAudit(a) for a in audit)])
+    core.store.batch([*guards, *ops, *(AppendAudit(a) for a in audit)])
     return ForgetReport(tuple(deleted), tuple(refused), actor, trusted)
 
 
@@ -301,7 +328,7 @@ class RetentionReport:
 
 
 def retention_report(
-    mem: Memory,
+    core: Core,
     namespace: str,
     *,
     quotas: Mapping[str, int] | None = None,
@@ -323,10 +350,10 @@ def retention_report(
     from retain.retention.policies import RetentionProblem, solve
 
     validate_namespace(namespace)
-    budget = mem.budget
+    budget = core.budget
     if budget is None:
         raise InvalidInput("budget: retention_report needs a Memory with a budget")
-    current = mem.store.list_records(namespace, RecordFilter(tiers=None), order="created")
+    current = core.store.list_records(namespace, RecordFilter(tiers=None), order="created")
     costs = np.array([budget.cost(r) for r in current], dtype=np.float64)
     utility = np.clip(np.array([float(r.importance) for r in current], dtype=np.float64), 0.0, 1.0)
     mandatory = np.array([is_mandatory(r) for r in current], dtype=bool)

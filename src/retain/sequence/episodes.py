@@ -25,7 +25,7 @@ when :func:`asks_order` reads an ordering question) therefore:
    :data:`MIN_GAP` stream positions of one already picked in its segment (the same exchange). So the
    ``k`` items returned are distinct episodes across the stream, not ``k`` turns of the one
    session most similar to the question.
-6. **Order.** The picked records are returned in event order (:func:`retain.sequence.timeline.event_order`:
+6. **Order.** The picked records are returned in event order (:func:`retain.sequence.order.event_order`:
    event time, then session, then ``seq``).
 
 Query analysis is rules, no model; :func:`asks_order` is what ``order="auto"`` uses.
@@ -41,7 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.retrieval.fusion import Hit
-from retain.sequence.timeline import event_order
+from retain.sequence.order import event_order
 
 __all__ = [
     "ASKER_ROLE",

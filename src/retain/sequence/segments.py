@@ -57,7 +57,7 @@ from retain.store.base import (
 )
 
 if TYPE_CHECKING:
-    from retain.memory import Memory
+    from retain.core import Core
 
 __all__ = [
     "KIND_KEY",
@@ -259,7 +259,7 @@ def _check_segment(namespace: str, segment: object) -> str:
 
 
 def _summary_record(
-    memory: Memory, namespace: str, segment: str, turns: list[MemoryRecord], summary: Summary, summariser: str
+    core: Core, namespace: str, segment: str, turns: list[MemoryRecord], summary: Summary, summariser: str
 ) -> MemoryRecord:
     if not summary.text.strip():
         raise InvalidInput(f"summariser {summariser!r} returned an empty summary for segment {segment!r}")
@@ -284,7 +284,7 @@ def _summary_record(
             "last_time": max(times).isoformat() if times else None,
         },
     )
-    (record,) = memory._embed([record])
+    (record,) = core.embed([record])
     return record
 
 
@@ -295,7 +295,7 @@ def _current_summary(store: Store, namespace: str, segment: str) -> MemoryRecord
 
 
 def summarize(
-    memory: Memory,
+    core: Core,
     namespace: str,
     segment: str,
     *,
@@ -316,13 +316,13 @@ def summarize(
         WriteConflict: other writers changed the segment on every attempt; nothing written.
     """
     segment = _check_segment(namespace, segment)
-    return retry_on_conflict(lambda: _summarize_once(memory, namespace, segment, summariser, actor))
+    return retry_on_conflict(lambda: _summarize_once(core, namespace, segment, summariser, actor))
 
 
 def _summarize_once(
-    memory: Memory, namespace: str, segment: str, summariser: Summariser | None, actor: str
+    core: Core, namespace: str, segment: str, summariser: Summariser | None, actor: str
 ) -> MemoryRecord:
-    turns = segment_turns(memory.store, namespace, segment)
+    turns = segment_turns(core.store, namespace, segment)
     if not turns:
         raise InvalidInput(f"segment {segment!r}: no records in namespace {namespace!r}")
     model = summariser if summariser is not None else CentroidSummariser()
@@ -333,8 +333,8 @@ def _summarize_once(
     source = [redact_record(r).record for r in turns if r.type is not MemoryType.SENSITIVE]
     if not source:
         raise InvalidInput(f"segment {segment!r}: only sensitive records, nothing to summarise")
-    record = _summary_record(memory, namespace, segment, turns, model.summarize(source, memory.encoder), model.name)
-    old = _current_summary(memory.store, namespace, segment)
+    record = _summary_record(core, namespace, segment, turns, model.summarize(source, core.encoder), model.name)
+    old = _current_summary(core.store, namespace, segment)
     retired: list[MemoryRecord] = []
     if old is not None:
         record = record.evolve(supersedes=old.id)
@@ -354,14 +354,14 @@ def _summarize_once(
         *([RequireUnchanged(namespace, old.id, old.tier)] if old is not None else []),
         *(RequireUnchanged(namespace, t.id) for t in turns),
     ]
-    memory.store.put([record, *retired], [entry], require=guards)
+    core.store.put([record, *retired], [entry], require=guards)
     if old is not None and old.tier is not Tier.ARCHIVE:
-        memory._hot.pop(namespace, None)
+        core.invalidate(namespace)
     return record
 
 
 def compress(
-    memory: Memory,
+    core: Core,
     namespace: str,
     segment: str,
     *,
@@ -385,20 +385,18 @@ def compress(
         WriteConflict: other writers changed the segment on every attempt; nothing written.
     """
     segment = _check_segment(namespace, segment)
-    return retry_on_conflict(lambda: _compress_once(memory, namespace, segment, summariser, actor))
+    return retry_on_conflict(lambda: _compress_once(core, namespace, segment, summariser, actor))
 
 
-def _compress_once(
-    memory: Memory, namespace: str, segment: str, summariser: Summariser | None, actor: str
-) -> MemoryRecord:
-    hot = segment_turns(memory.store, namespace, segment, tiers=HOT_TIERS)
+def _compress_once(core: Core, namespace: str, segment: str, summariser: Summariser | None, actor: str) -> MemoryRecord:
+    hot = segment_turns(core.store, namespace, segment, tiers=HOT_TIERS)
     movable = [t for t in hot if not is_mandatory(t) and not t.pinned]
     if not movable:
         raise InvalidInput(
             f"segment {segment!r}: no hot turn to compress in namespace {namespace!r} "
             f"({len(hot)} hot, all mandatory or pinned)"
         )
-    turns = segment_turns(memory.store, namespace, segment, tiers=None)
+    turns = segment_turns(core.store, namespace, segment, tiers=None)
     model = summariser if summariser is not None else CentroidSummariser()
     # sensitive records never feed a summary (it is a plain fact, shown in search and handoff), and
     # what remains is redacted before the summariser sees it
@@ -407,14 +405,14 @@ def _compress_once(
     source = [redact_record(r).record for r in turns if r.type is not MemoryType.SENSITIVE]
     if not source:
         raise InvalidInput(f"segment {segment!r}: only sensitive records, nothing to summarise")
-    record = _summary_record(memory, namespace, segment, turns, model.summarize(source, memory.encoder), model.name)
+    record = _summary_record(core, namespace, segment, turns, model.summarize(source, core.encoder), model.name)
     movable_ids = {t.id for t in movable}
     kept = [t.id for t in hot if t.id not in movable_ids]
     record = record.evolve(
         tier=Tier.DYNAMIC,
         metadata={**record.metadata, "compressed": True, "compressed_ids": [t.id for t in movable], "kept": kept},
     )
-    old = _current_summary(memory.store, namespace, segment)
+    old = _current_summary(core.store, namespace, segment)
     retired: list[MemoryRecord] = []
     if old is not None:
         record = record.evolve(supersedes=old.id)
@@ -444,11 +442,11 @@ def _compress_once(
         *(RequireUnchanged(namespace, t.id, t.tier) for t in movable),
         *(RequireUnchanged(namespace, t.id) for t in turns if t.id not in movable_ids),
     ]
-    memory._hot.pop(namespace, None)
+    core.invalidate(namespace)
     try:
-        memory.store.put([record, *retired, *moved], audit, require=guards)
+        core.store.put([record, *retired, *moved], audit, require=guards)
     finally:
-        memory._hot.pop(namespace, None)  # the hot set is rebuilt from the store on the next add
+        core.invalidate(namespace)  # the hot set is rebuilt from the store on the next add
     return record
 
 
@@ -457,7 +455,7 @@ def _compress_once(
 
 class SegmentIndex:
     """One L2-normalised centroid per segment of a namespace (mean embedding of its current turns,
-    all tiers; summaries and canaries left out). Built from the store, cached by :class:`Memory`
+    all tiers; summaries and canaries left out). Built from the store, cached by ``Memory``
     and rebuilt when the namespace's record count changes.
 
     Attributes:

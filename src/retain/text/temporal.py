@@ -43,8 +43,6 @@ from retain.safety.observe import annotate
 __all__ = [
     "DEFAULT_LANGUAGES",
     "MAX_QUERY_TIME_EXPRESSIONS",
-    "RANGE_WEIGHT",
-    "WHEN_WEIGHT",
     "QueryTime",
     "TimeRef",
     "asks_when",
@@ -67,12 +65,6 @@ _ALIASES: dict[str, tuple[str, str]] = {
     "this weekend": ("this saturday", "weekend"),
 }
 DEFAULT_LANGUAGES: tuple[str, ...] = ("en", "zh")
-# Post-fusion boosts, from benchmarks/temporal_boost.py on LoCoMo dev (in-sample): a range match
-# +0.1 lifts category 2 recall@10 0.789 -> 0.822 and the headline 0.758 -> 0.777 (flat from 0.1 to
-# 0.2); boosting dated records for "When ..." questions lowered category 2 at every weight tried
-# (0.05: 0.785, 0.1: 0.752), so it is off.
-WHEN_WEIGHT = 0.0
-RANGE_WEIGHT = 0.1
 MAX_QUERY_TIME_EXPRESSIONS = 16
 """Time expressions of one query that are read (handed to dateparser), the first in order of
 appearance; the rest are left out of the query's range and reported (:class:`QueryTime`). LoCoMo dev
@@ -281,12 +273,15 @@ def time_features(
     return dated, in_range
 
 
-def time_boost(records: Sequence[MemoryRecord], query: str, now: datetime | None) -> npt.NDArray[np.float64]:
+def time_boost(
+    records: Sequence[MemoryRecord], query: str, now: datetime | None, *, when_weight: float, range_weight: float
+) -> npt.NDArray[np.float64]:
     """(n,) float64 added to the fused scores (probabilities in [0, 1]) of ``records`` for ``query``:
-    ``WHEN_WEIGHT * dated + RANGE_WEIGHT * in_range`` (:func:`time_features`); higher = more relevant.
-    Weights chosen on LoCoMo dev by ``benchmarks/temporal_boost.py``."""
+    ``when_weight * dated + range_weight * in_range`` (:func:`time_features`); higher = more relevant.
+    The weights are :class:`~retain.config.RetrievalConfig` fields (chosen on LoCoMo dev by
+    ``benchmarks/temporal_boost.py``)."""
     dated, in_range = time_features(records, query, now)
-    out: npt.NDArray[np.float64] = WHEN_WEIGHT * dated + RANGE_WEIGHT * in_range
+    out: npt.NDArray[np.float64] = when_weight * dated + range_weight * in_range
     return out
 
 
