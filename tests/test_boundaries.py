@@ -16,13 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import retain.retrieval.pool as pool_module
 from retain import HashingEncoder, InvalidInput, Memory
 from retain.cli.app import app
 from retain.record import MemoryRecord, MemoryType, Tier
-from retain.state.agent import AgentState, StateEncoder
+from retain.state.agent import AgentState
 from retain.store import RecordFilter, SQLiteStore
-from retain.text.lexical import MAX_QUERY_CHARS
 
 NS = "n"
 runner = CliRunner()
@@ -62,12 +60,6 @@ def test_create_dirs_must_be_a_bool(tmp_path):
 def test_in_memory_and_existing_folder_paths_still_open(tmp_path):
     SQLiteStore(":memory:").close()
     SQLiteStore(tmp_path / "x.db").close()
-
-
-def test_reembed_refuses_a_missing_store(tmp_path):
-    with pytest.raises(InvalidInput, match="no store"):
-        Memory.reembed(tmp_path / "typo.db", HashingEncoder(64))
-    assert not (tmp_path / "typo.db").exists()  # no empty store made on the way
 
 
 @pytest.mark.parametrize("command", [["add", "The museum opens at nine."], ["add-canary", "Canary 7f3: heron."]])
@@ -114,84 +106,10 @@ def test_cli_trace_of_a_scenario_without_probes_says_so(tmp_path):
 # --- 2. query length ----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def m():
-    mem = Memory(encoder=HashingEncoder(64))
-    mem.add("The museum opens at nine.", namespace=NS)
-    yield mem
-    mem.close()
-
-
-def test_search_refuses_a_query_over_the_limit(m):
-    query = "museum " * (MAX_QUERY_CHARS // 7 + 1)
-    with pytest.raises(InvalidInput, match=rf"query: {len(query):,} characters.*limit is {MAX_QUERY_CHARS:,}"):
-        m.search(query, namespace=NS)
-    assert m.search(query[:MAX_QUERY_CHARS], namespace=NS)  # at the limit: searched
-
-
-def test_context_refuses_a_query_over_the_limit_and_stores_no_provenance(m):
-    query = " " * (MAX_QUERY_CHARS + 1)  # whitespace only: pack would skip the search, not the check
-    before = len(m.store.audit_log())
-    with pytest.raises(InvalidInput, match=f"limit is {MAX_QUERY_CHARS:,}"):
-        m.context(query, namespace=NS, budget_tokens=100)
-    assert len(m.store.audit_log()) == before  # no "retrieve" entry, no provenance stored
-    assert m.context("museum", namespace=NS, budget_tokens=100).text
-
-
-def test_forget_by_query_refuses_a_query_over_the_limit(m):
-    with pytest.raises(InvalidInput, match="limit is"):
-        m.forget("museum " * MAX_QUERY_CHARS, namespace=NS)
-    assert len(m.records(namespace=NS)) == 1
-
-
 # --- 3. STATE_PARTS -----------------------------------------------------------------------------
 
 
 STATE = {"phase": "book_flights", "subgoals": ["pick a flight"], "last_result": "found 3 flights"}
-
-
-@pytest.fixture
-def sam():
-    mem = Memory(encoder=HashingEncoder(384))
-    mem.add("The museum opens at nine.", namespace=NS)
-    yield mem
-    mem.close()
-
-
-@pytest.mark.parametrize(
-    ("parts", "match"),
-    [
-        (("subgoal",), "'subgoal'"),
-        (("whole", "constraints"), "'constraints'"),
-        (("texts",), "'texts'"),
-        ("whole", "a tuple"),
-        ((1,), "1"),
-    ],
-)
-def test_unknown_state_parts_are_refused_clearly(sam, monkeypatch, parts, match):
-    monkeypatch.setattr(pool_module, "STATE_PARTS", parts)
-    with pytest.raises(InvalidInput, match=rf"STATE_PARTS.*{match}"):
-        sam.search("museum", namespace=NS, state=STATE)
-    with pytest.raises(InvalidInput, match="STATE_PARTS"):
-        sam.context("museum", namespace=NS, budget_tokens=100, state=STATE)
-    assert len(sam.records(namespace=NS)) == 1
-
-
-@pytest.mark.parametrize("parts", [(), ("whole",), ("whole", "goal", "result"), ("phase",)])
-def test_known_state_parts_search(sam, monkeypatch, parts):
-    monkeypatch.setattr(pool_module, "STATE_PARTS", parts)
-    assert sam.search("museum", namespace=NS, state=STATE)
-
-
-def test_state_vector_parts_are_single_vectors():
-    encoded = StateEncoder(HashingEncoder(64)).encode(AgentState.from_dict(STATE))
-    for name in pool_module.STATE_VECTOR_PARTS:
-        assert getattr(encoded, name).shape == (64,)
-
-
-def test_a_state_free_search_ignores_state_parts(sam, monkeypatch):
-    monkeypatch.setattr(pool_module, "STATE_PARTS", ("nonsense",))
-    assert sam.search("museum", namespace=NS)  # STATE_PARTS is read only when a state is given
 
 
 # --- 4. RecordFilter seqs / segments: the namespace index and SQL agree --------------------------
@@ -365,21 +283,3 @@ def test_a_state_value_or_key_whose_str_raises_is_refused_by_search_add_and_cont
 
 def test_a_state_object_with_a_working_str_is_still_rendered_as_text() -> None:
     assert AgentState.from_dict({"phase": _Printable(), "features": {"seat": _Printable()}}).phase == '"window seat"'
-
-
-@pytest.mark.parametrize("setting", ["STATE_POOL", "CORE_POOL", "RECENT_POOL"])
-@pytest.mark.parametrize("value", [None, 2.5, "5", -1, True, 10**9])
-def test_pool_size_settings_are_checked_where_read(sam, monkeypatch, setting, value):
-    monkeypatch.setattr(pool_module, setting, value)
-    with pytest.raises(InvalidInput, match=rf"retain\.retrieval\.pool\.{setting}: must be an int from 0 to 1,000,000"):
-        sam.search("museum", namespace=NS, state=STATE)
-    with pytest.raises(InvalidInput, match=rf"retain\.retrieval\.pool\.{setting}"):
-        sam.context("museum", namespace=NS, budget_tokens=100, state=STATE)
-    assert sam.search("museum", namespace=NS)  # read only when a state is given
-
-
-@pytest.mark.parametrize("setting", ["STATE_POOL", "CORE_POOL", "RECENT_POOL"])
-@pytest.mark.parametrize("value", [0, 1, 500])
-def test_pool_size_settings_in_range_search(sam, monkeypatch, setting, value):
-    monkeypatch.setattr(pool_module, setting, value)
-    assert sam.search("museum", namespace=NS, state=STATE)

@@ -1,13 +1,19 @@
 """The candidate pool of one search (:mod:`retain.retrieval.pool`): neighbours, the turn position, the relation
-channel."""
+channel, the time filter in every channel, and the state parts and pool sizes a state search reads."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
 import pytest
 
+import retain.retrieval.pool as pool_module
+from retain import HashingEncoder, InvalidInput
 from retain.memory import Memory, NewMemory
 from retain.retrieval.fusion import FEATURE_NAMES, PRESETS, SearchConfig, relation_query
 from retain.retrieval.pool import Pool, candidates
+from retain.state.agent import AgentState, StateEncoder
 from retain.store.base import RecordFilter
 
 NS = "agent-1"
@@ -66,3 +72,103 @@ def test_relation_query_scores_and_retrieves_without_the_named_speaker(memory: M
     wide = SearchConfig(candidates=2, neighbors=False, relation_candidates=5)
     assert len(candidates(memory.store, memory.encoder, query, NS, RecordFilter(), narrow).records) < len(ids)
     assert {r.id for r in candidates(memory.store, memory.encoder, query, NS, RecordFilter(), wide).records} == set(ids)
+
+
+def test_time_filter_keeps_boundary_records_in_every_channel(mem64: Memory) -> None:
+    t = datetime(2004, 11, 20, 2, 16, 14, 655348, tzinfo=UTC)
+    rid = mem64.add("flight to Lisbon booked", namespace="n", event_time=t)
+    for preset in ("dense", "lexical", "default"):
+        hits = mem64.search("Lisbon flight", namespace="n", start=t, config=preset)
+        assert [h.record.id for h in hits] == [rid], preset
+
+
+def test_neighbour_expansion_stays_inside_the_segment(mem64: Memory) -> None:
+    mem64.add_many(
+        [
+            NewMemory(f"turn {i} of session {s} about weather", seq=i, segment=f"s{s}")
+            for s in range(20)
+            for i in range(3)
+        ],
+        namespace="n",
+    )
+    target = mem64.add("the zebra code is 42", namespace="n", seq=1, segment="target")
+    hits = mem64.search("zebra code", namespace="n", k=50)
+    assert hits[0].record.id == target
+    assert not [h for h in hits if h.scores.get("neighbor") and h.record.segment != "target"]
+
+
+# --- the pool settings: STATE_PARTS and the pool sizes, checked where a state search reads them -----
+
+
+STATE = {"phase": "book_flights", "subgoals": ["pick a flight"], "last_result": "found 3 flights"}
+
+
+@pytest.fixture
+def state_memory() -> Iterator[Memory]:
+    """A Memory (``HashingEncoder(384)``) holding one record: "The museum opens at nine."."""
+    mem = Memory(encoder=HashingEncoder(384))
+    mem.add("The museum opens at nine.", namespace=NS)
+    yield mem
+    mem.close()
+
+
+@pytest.mark.parametrize(
+    ("parts", "match"),
+    [
+        (("subgoal",), "'subgoal'"),
+        (("whole", "constraints"), "'constraints'"),
+        (("texts",), "'texts'"),
+        ("whole", "a tuple"),
+        ((1,), "1"),
+    ],
+)
+def test_unknown_state_parts_are_refused_clearly(
+    state_memory: Memory, monkeypatch: pytest.MonkeyPatch, parts: object, match: str
+) -> None:
+    monkeypatch.setattr(pool_module, "STATE_PARTS", parts)
+    with pytest.raises(InvalidInput, match=rf"STATE_PARTS.*{match}"):
+        state_memory.search("museum", namespace=NS, state=STATE)
+    with pytest.raises(InvalidInput, match="STATE_PARTS"):
+        state_memory.context("museum", namespace=NS, budget_tokens=100, state=STATE)
+    assert len(state_memory.records(namespace=NS)) == 1
+
+
+@pytest.mark.parametrize("parts", [(), ("whole",), ("whole", "goal", "result"), ("phase",)])
+def test_known_state_parts_search(
+    state_memory: Memory, monkeypatch: pytest.MonkeyPatch, parts: tuple[str, ...]
+) -> None:
+    monkeypatch.setattr(pool_module, "STATE_PARTS", parts)
+    assert state_memory.search("museum", namespace=NS, state=STATE)
+
+
+def test_state_vector_parts_are_single_vectors() -> None:
+    encoded = StateEncoder(HashingEncoder(64)).encode(AgentState.from_dict(STATE))
+    for name in pool_module.STATE_VECTOR_PARTS:
+        assert getattr(encoded, name).shape == (64,)
+
+
+def test_a_state_free_search_ignores_state_parts(state_memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pool_module, "STATE_PARTS", ("nonsense",))
+    assert state_memory.search("museum", namespace=NS)  # STATE_PARTS is read only when a state is given
+
+
+@pytest.mark.parametrize("setting", ["STATE_POOL", "CORE_POOL", "RECENT_POOL"])
+@pytest.mark.parametrize("value", [None, 2.5, "5", -1, True, 10**9])
+def test_pool_size_settings_are_checked_where_read(
+    state_memory: Memory, monkeypatch: pytest.MonkeyPatch, setting: str, value: object
+) -> None:
+    monkeypatch.setattr(pool_module, setting, value)
+    with pytest.raises(InvalidInput, match=rf"retain\.retrieval\.pool\.{setting}: must be an int from 0 to 1,000,000"):
+        state_memory.search("museum", namespace=NS, state=STATE)
+    with pytest.raises(InvalidInput, match=rf"retain\.retrieval\.pool\.{setting}"):
+        state_memory.context("museum", namespace=NS, budget_tokens=100, state=STATE)
+    assert state_memory.search("museum", namespace=NS)  # read only when a state is given
+
+
+@pytest.mark.parametrize("setting", ["STATE_POOL", "CORE_POOL", "RECENT_POOL"])
+@pytest.mark.parametrize("value", [0, 1, 500])
+def test_pool_size_settings_in_range_search(
+    state_memory: Memory, monkeypatch: pytest.MonkeyPatch, setting: str, value: int
+) -> None:
+    monkeypatch.setattr(pool_module, setting, value)
+    assert state_memory.search("museum", namespace=NS, state=STATE)
