@@ -154,11 +154,8 @@ def test_state_option_refuses_deep_json_and_huge_files(tmp_path: object) -> None
 
 import time  # noqa: E402
 
-import numpy as np  # noqa: E402
-
 from retain.ingest.conflict import Relation, decide  # noqa: E402
 from retain.record import MemoryRecord, MemoryType, new_id  # noqa: E402
-from retain.store import RecordFilter, SQLiteStore  # noqa: E402
 from retain.text.cues import correction_cues, explicit_cues  # noqa: E402
 
 _ENC = HashingEncoder(dim=384)
@@ -286,67 +283,3 @@ def test_capitalised_may_before_a_bare_verb_is_the_modal(text: str) -> None:
 def test_may_as_a_name_or_month_stays_explicit() -> None:
     assert explicit_cues("Theresa May said the monthly cap is now 300 runs.") == ["is now"]
     assert explicit_cues("The cap from last May is now 300.") == ["is now"]
-
-
-def _sql_and_index(store: SQLiteStore, flt: RecordFilter) -> tuple[set[str], set[str]]:
-    store._cache.clear()
-    by_sql = set(store.list_ids("n", flt, order="seq"))
-    store._cache.clear()
-    store.search_vector("n", _ENC.encode(["q"])[0], RecordFilter(), 1)  # builds the namespace index
-    return by_sql, set(store.list_ids("n", flt, order="created"))
-
-
-def test_index_and_sql_agree_on_positions_above_2_to_the_53() -> None:
-    """The index held positions as float64: 2**53 and 2**53 + 1 were one value there."""
-    store = SQLiteStore()
-    store.setup()
-    big = 2**53
-    store.put(
-        [
-            MemoryRecord(id=f"R{i}", namespace="n", content="museum", seq=seq, embedding=_ENC.encode(["t"])[0])
-            for i, seq in enumerate((big, big + 1, 2**63 - 1, 2**63 - 2))
-        ]
-    )
-    for seqs in [(big + 1,), (2**63 - 1,), (2**63 - 1, *range(600))]:
-        by_sql, by_index = _sql_and_index(store, RecordFilter(seqs=seqs, tiers=None))
-        assert by_sql == by_index and len(by_sql) == 1, seqs
-
-
-def test_index_and_sql_agree_on_a_segment_holding_a_nul_in_a_long_list() -> None:
-    """json_each cut "a\\x00b" at the NUL: over 500 segments, it matched segment "a"."""
-    store = SQLiteStore()
-    store.setup()
-    store.put(
-        [
-            MemoryRecord(id=f"R{i}", namespace="n", content="museum", segment=seg, embedding=_ENC.encode(["t"])[0])
-            for i, seg in enumerate(("a", "a\x00b"))
-        ]
-    )
-    flt = RecordFilter(segments=(*(f"x{i}" for i in range(600)), "a\x00b"), tiers=None)
-    assert _sql_and_index(store, flt) == ({"R1"}, {"R1"})
-
-
-def test_a_segment_with_a_lone_surrogate_is_refused() -> None:
-    """SQL raised UnicodeEncodeError, the index answered []."""
-    with pytest.raises(InvalidInput, match="segments"):
-        RecordFilter(segments=("\ud800",))
-
-
-@pytest.mark.parametrize("path", [b"x.db", "", "a\x00b.db"])
-def test_store_paths_that_name_no_file_are_refused(tmp_path, monkeypatch, path) -> None:  # type: ignore[no-untyped-def]
-    """bytes became a file named "b'x.db'", "" a temporary database, a NUL a ValueError."""
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(InvalidInput, match="path"):
-        Memory(path, encoder=_ENC)
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_create_dirs_makes_no_folder_named_tilde(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(InvalidInput, match="expanduser"):
-        Memory("~/retain-break-test/x.db", encoder=_ENC, create_dirs=True)
-    assert list(tmp_path.iterdir()) == []
-    (tmp_path / "~").mkdir()  # a folder really named "~" is used as given
-    with Memory("~/x.db", encoder=_ENC) as m:
-        m.add("The museum opens at nine.", namespace="n")
-    assert (tmp_path / "~" / "x.db").is_file() and np.isfinite(1.0)
