@@ -73,3 +73,12 @@ def pair(tmp_path: Path) -> Iterator[tuple[Memory, Memory]]:
     yield a, b
     a.close()
     b.close()
+
+
+@pytest.fixture
+def mem64() -> Iterator[Memory]:
+    """A :class:`Memory` on one in-memory SQLite store with ``HashingEncoder(64)``: for tests of
+    Memory's own checks and write path, which need not run once per backend."""
+    mem = Memory(encoder=HashingEncoder(TEST_DIM))
+    yield mem
+    mem.close()

@@ -15,11 +15,13 @@ import pytest
 
 from racing import deletes_records, on_batch, writes_records
 from retain.encoders.basis import HashingEncoder
+from retain.errors import InvalidInput
 from retain.memory import Memory
 from retain.retention.budget import Budget
 from retain.safety.audit import verify_store
 from retain.sequence.segments import is_summary
 from retain.store import ALL_RECORDS
+from retain.store.base import PutRecords, RequireCurrent
 
 DIM = 64
 NS = "shared"
@@ -225,3 +227,13 @@ def test_retry_on_conflict_runs_again_on_write_conflict_only_and_at_most_write_a
     with pytest.raises(InvalidInput, match="not a conflict"):
         retry_on_conflict(bad_input)
     assert len(calls) == 1  # only a conflict is retried
+
+
+def test_update_loses_cleanly_to_a_concurrent_update(mem64: Memory) -> None:
+    rid = mem64.add("my card PIN is 1234", namespace=NS)
+    old = mem64.get(rid, namespace=NS)
+    mem64.update(rid, "my card PIN is 9999", namespace=NS)
+    fork = old.evolve(id="01FORK00000000000000000000", content="PIN 5555", supersedes=rid)
+    with pytest.raises(InvalidInput, match="superseded"):
+        mem64.store.batch([RequireCurrent(NS, rid), PutRecords((fork,))])
+    assert len(mem64.records(namespace=NS, include_superseded=True)) == 2  # nothing of the loser written

@@ -561,3 +561,12 @@ def test_feedback_racing_an_update_keeps_the_old_version_superseded(
             a.feedback(rid, namespace=NS, used=True)
 
         assert a.get(rid, namespace=NS).superseded_by == newer[0]  # not made current again
+
+
+def test_delete_follows_every_version_fork(mem64: Memory) -> None:
+    rid = mem64.add("my card PIN is 1234", namespace=NS)
+    old = mem64.get(rid, namespace=NS)
+    forks = [old.evolve(id=f"01FORK{i:020d}", content=f"PIN {i}", supersedes=rid) for i in range(3)]
+    mem64.store.put(forks)
+    assert mem64.delete(rid, namespace=NS) == 4
+    assert mem64.records(namespace=NS, include_superseded=True) == []

@@ -82,3 +82,30 @@ def test_an_unknown_namespace_gets_a_hint_on_stderr(env):
     assert json.loads(exported.stdout)["records"] == []
     known = runner.invoke(app, ["search", "ferry", "-n", "trip-42"])
     assert "holds no records" not in known.stderr
+
+
+@pytest.mark.parametrize("command", [["add", "The museum opens at nine."], ["add-canary", "Canary 7f3: heron."]])
+def test_cli_refuses_a_db_whose_folder_does_not_exist(tmp_path, monkeypatch, command):
+    monkeypatch.setenv("RETAIN_ENCODER", "hashing-64")
+    db = tmp_path / "missing" / "x.db"
+    result = runner.invoke(app, [*command, "-n", "n", "--db", str(db)])
+    assert result.exit_code == 2
+    assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
+    assert f"{tmp_path / 'missing'}" in result.output and "does not exist" in result.output
+    assert not (tmp_path / "missing").exists()
+
+
+def test_cli_import_refuses_a_db_whose_folder_does_not_exist(tmp_path, monkeypatch):
+    monkeypatch.setenv("RETAIN_ENCODER", "hashing-64")
+    lines = tmp_path / "in.jsonl"
+    lines.write_text('{"content": "The museum opens at nine."}\n', encoding="utf-8")
+    result = runner.invoke(app, ["import", str(lines), "-n", "n", "--db", str(tmp_path / "missing" / "x.db")])
+    assert result.exit_code == 2 and "does not exist" in result.output
+    assert not (tmp_path / "missing").exists()
+
+
+def test_cli_read_command_on_a_missing_folder_names_the_folder_not_add_a_memory_first(tmp_path, monkeypatch):
+    monkeypatch.setenv("RETAIN_ENCODER", "hashing-64")
+    result = runner.invoke(app, ["info", "--db", str(tmp_path / "missing" / "x.db")])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output and "add a memory first" not in result.output

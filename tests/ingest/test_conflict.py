@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -432,3 +434,149 @@ def test_a_160_kb_text_gets_the_cues_and_decision_its_content_calls_for() -> Non
     assert decide(rec("so " + filler), [(cap, 0.6)]).relation is Relation.NEW  # no sentence about the budget
     cjk = "计划有变，一共6个人。" + "改成6个人了，" * 20_000
     assert explicit_cues(cjk)[:2] == ["计划有变", "改成"] and len(explicit_cues(cjk)) == 40_001
+
+
+@pytest.mark.parametrize("actor", ["tool", "agent", "retrieved"])
+def test_an_untrusted_correction_never_retires_a_protected_record(actor: str) -> None:
+    m = Memory(encoder=HashingEncoder(dim=384))
+    hc = m.add("The total budget must stay under 5000 EUR.", namespace="n", type="hard_constraint")
+    pin = m.add("My preferred name is Sam.", namespace="n", pinned=True)
+    m.add("Correction: the total budget must stay under 60000 EUR.", namespace="n", actor=actor, role="assistant")
+    m.add("Correction: my preferred name is Alex.", namespace="n", actor=actor, role="assistant")
+    for rid in (hc, pin):
+        record = m.get(rid, namespace="n")
+        assert record.superseded_by is None and record.tier is Tier.CORE
+    refused = [e for e in m.store.audit_log("n") if e["op"] == "supersede"]
+    assert len(refused) == 2 and all(e["details"]["outcome"] == "refused" for e in refused)
+    m.add("Correction: the total budget must stay under 6000 EUR.", namespace="n")  # the user may
+    assert m.get(hc, namespace="n").superseded_by is not None
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Alice is 30 years old.", "Bob is 31 years old."),
+        ("Paris has 2 million people.", "Berlin has 3 million people."),
+        ("Invoice 2023-001 was paid.", "Invoice 2023-002 was paid."),
+        ("The meeting room holds at most 10 people.", "The kitchen holds at most 4 people."),
+    ],
+)
+def test_another_subject_with_another_number_is_not_an_update(old: str, new: str) -> None:
+    m = Memory(encoder=HashingEncoder(dim=384))
+    first = m.add(old, namespace="c", type="hard_constraint")
+    m.add(new, namespace="c")
+    assert m.get(first, namespace="c").superseded_by is None
+
+
+ENC384 = HashingEncoder(dim=384)
+
+
+def encoded(text: str) -> MemoryRecord:
+    """A user record in namespace "n" embedded with ``HashingEncoder(384)``."""
+    return MemoryRecord(id=new_id(), namespace="n", content=text, role="user", embedding=ENC384.encode([text])[0])
+
+
+def encoded_hard(text: str) -> MemoryRecord:
+    return encoded(text).evolve(type=MemoryType.HARD_CONSTRAINT)
+
+
+FOREIGN_NON_CORRECTIONS = {
+    # (hard constraint, texts that tell a story, ask, hedge or set a condition: none may retire it)
+    "Marta hat Zöliakie: streng glutenfreie Abendessen, nur zertifizierte Restaurants.": [
+        "Wenn Marta keine Zöliakie hat, stattdessen normale Abendessen, nicht glutenfreie Restaurants.",
+        "Falls Marta keine Zöliakie hat: eigentlich normale Abendessen statt glutenfreie Restaurants.",
+        "Eigentlich haben wir normale Abendessen für Marta bestellt, keine glutenfreien Restaurants.",
+        "Stattdessen bestellte Marta normale Abendessen, keine glutenfreien Restaurants.",
+        "Eigentlich mochte Marta normale Abendessen, keine glutenfreien Restaurants.",
+        "Wir nahmen für Marta doch lieber normale Abendessen, glutenfreie Restaurants nicht nötig.",
+        "Wir haben für Marta doch lieber normale Abendessen bestellt, glutenfreie Restaurants nicht nötig.",
+        "Eigentlich wäre es schön, Marta normale Abendessen statt glutenfreie Restaurants.",
+        "Eigentlich braucht Marta keine glutenfreien Abendessen in zertifizierten Restaurants, oder",
+        "Eigentlich braucht Marta z.B. keine glutenfreien Abendessen in zertifizierten Restaurants?",
+    ],
+    "Marta est cœliaque : dîners strictement sans gluten, restaurants certifiés uniquement.": [
+        "S'il s'avère qu'en fait Marta n'est pas cœliaque, plus de dîners sans gluten.",
+        "Finalement Marta mangeait des dîners normaux, pas de restaurants certifiés sans gluten.",
+        "Finalement, peut-être que Marta n'a pas besoin de dîners sans gluten ni de restaurants certifiés.",
+        "En fait, Marta pourrait se passer de dîners sans gluten et de restaurants certifiés.",
+        "En fait, Marta n'a pas besoin de dîners sans gluten ni de restaurants certifiés, n'est-ce pas",
+    ],
+    "Marta es celíaca: cenas estrictamente sin gluten, solo restaurantes certificados.": [
+        "En realidad, Marta comía cenas normales, sin restaurantes certificados sin gluten.",
+        "En realidad, Marta tuvo cenas normales, sin restaurantes certificados sin gluten.",
+        "En realidad, quizás Marta no necesita cenas sin gluten ni restaurantes certificados.",
+        "En realidad, Marta podría no necesitar cenas sin gluten ni restaurantes certificados.",
+    ],
+    "玛尔塔有乳糜泻：晚餐必须严格无麸质，只去认证餐厅。": [
+        "要是，其实玛尔塔没有乳糜泻，晚餐就不用无麸质了。",
+        "其实，玛尔塔没有乳糜泻，晚餐不用无麸质了吧",
+        "其实，玛尔塔的晚餐需不需要无麸质",
+        "其实，玛尔塔的晚餐也许不用无麸质。",
+        "其实去年我们晚餐不是无麸质的，玛尔塔也没事。",
+        "其实每人预算是45.5欧元吗？晚餐不用无麸质。",
+    ],
+    "マルタはセリアック病です：夕食は厳密にグルテンフリー、認定レストランのみ。": [
+        "実は、マルタはセリアック病ではありませんか",
+        "実は、マルタの夕食はグルテンフリーでなくて大丈夫かもしれません。",
+        "やっぱり、マルタの夕食はグルテンフリーでなくて大丈夫でしょう",
+        "マルタの夕食を普通のレストランに変更しましたか",
+        "マルタの夕食を普通のレストランに変更したいです。",
+        "マルタの夕食を普通のレストランに変更すれば大丈夫です。",
+        "マルタの夕食を普通のレストランに変更しても、グルテンフリーは必要です。",
+        "マルタの夕食を普通のレストランに変更しないでください、グルテンフリーは必要です。",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("constraint", "text"), [(c, t) for c, texts in FOREIGN_NON_CORRECTIONS.items() for t in texts]
+)
+def test_a_foreign_cue_under_a_condition_hedge_past_or_question_retires_no_hard_constraint(
+    constraint: str, text: str
+) -> None:
+    """The past, question and hedge lists hold the common forms ("bestellt", "mangeait", "comía",
+    "吧", "ませんか"), a condition before a marker is read, and "に変更" does not count before a
+    wish, a condition, a negation or a question."""
+    assert explicit_cues(text) == [], text
+    kept = decide(encoded(text), [(encoded_hard(constraint), 0.6)])
+    assert kept.relation is Relation.NEW and kept.target is None, text
+
+
+@pytest.mark.parametrize(
+    ("constraint", "text"),
+    [
+        (
+            "Marta hat Zöliakie: streng glutenfreie Abendessen, nur zertifizierte Restaurants.",
+            "Eigentlich hat Marta keine Zöliakie: glutenfreie Abendessen sind nicht mehr nötig.",
+        ),
+        ("玛尔塔有乳糜泻：晚餐必须严格无麸质，只去认证餐厅。", "其实玛尔塔没有乳糜泻，晚餐不用无麸质了。"),
+        (
+            "マルタはセリアック病です：夕食は厳密にグルテンフリー、認定レストランのみ。",
+            "マルタの夕食は普通のレストランに変更しました。グルテンフリーは不要です。",
+        ),
+    ],
+)
+def test_foreign_corrections_retire_the_hard_constraint(constraint: str, text: str) -> None:
+    hc = encoded_hard(constraint)
+    fixed = decide(encoded(text), [(hc, 0.6)])
+    assert fixed.relation is Relation.UPDATE and fixed.target is hc, text
+
+
+def test_a_long_german_sentence_of_auxiliaries_is_linear() -> None:
+    """The German perfect pattern (an auxiliary, then a participle further on) is matched without
+    re-reading the text from every auxiliary: the time grows linearly with the text, not quadratically."""
+    text = "Eigentlich " + "ist " * 40_000
+    t0 = time.perf_counter()
+    explicit_cues(text)
+    decide(encoded(text), [(encoded_hard("The cap must stay at 250."), 0.6)])
+    assert time.perf_counter() - t0 < 20
+
+
+@pytest.mark.parametrize(
+    "text", ["The cap May be raised to 300 runs.", "The boss May switch the monthly cap to 300 runs."]
+)
+def test_capitalised_may_before_a_bare_verb_is_the_modal(text: str) -> None:
+    assert explicit_cues(text) == [], text
+    assert (
+        decide(encoded(text), [(encoded_hard("The monthly cap must stay at 250 runs."), 0.6)]).relation is Relation.NEW
+    )

@@ -211,3 +211,11 @@ def test_paraphrase_merge_keeps_one_record_with_both_sources():
     assert [e["op"] for e in m.store.audit_log(NS)].count("merge") == 1
     assert m.get(changed, namespace=NS).superseded_by == updated  # 5 -> 6 flights: an update (supersede on add)
     assert len(m.records(namespace=NS)) == 3
+
+
+def test_random_policy_refuses_mandatory_records_over_the_budget():
+    m = Memory(encoder=HashingEncoder(dim=384), budget=Budget(1, policy="random"))
+    m.add("The total budget must stay under 5000 EUR.", namespace="b", type="hard_constraint")
+    with pytest.raises(BudgetInfeasible):
+        m.add("Pinned: the user's name is Sam.", namespace="b", pinned=True)
+    assert len(m.records(namespace="b")) == 1

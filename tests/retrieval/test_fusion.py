@@ -135,7 +135,7 @@ def test_proper_nouns_skip_sentence_openers():
     assert proper_nouns("我们去了巴黎") == 0
 
 
-def test_new_features_turn_position_nouns_and_relation():
+def test_turn_position_nouns_and_relation_features():
     col = {name: i for i, name in enumerate(FEATURE_NAMES)}
     base = _features()
     assert base[:, col["turn_position"]].tolist() == pytest.approx([1 / 3] * 4)  # unknown position

@@ -1,14 +1,20 @@
 """The candidate pool of one search (:mod:`retain.retrieval.pool`): neighbours, the turn position, the relation
-channel."""
+channel, the time filter in every channel, and the state parts and pool sizes a state search reads."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
 import pytest
 
+from retain import HashingEncoder, InvalidInput
+from retain.config import STATE_VECTOR_PARTS, MemoryConfig, RetrievalConfig
 from retain.ingest.draft import NewMemory
 from retain.memory import Memory
 from retain.retrieval.fusion import FEATURE_NAMES, PRESETS, SearchConfig, relation_query
 from retain.retrieval.pool import Pool, candidates
+from retain.state.agent import AgentState, StateEncoder
 from retain.store.base import RecordFilter
 
 NS = "agent-1"
@@ -67,3 +73,96 @@ def test_relation_query_scores_and_retrieves_without_the_named_speaker(memory: M
     wide = SearchConfig(candidates=2, neighbors=False, relation_candidates=5)
     assert len(candidates(memory.store, memory.encoder, query, NS, RecordFilter(), narrow).records) < len(ids)
     assert {r.id for r in candidates(memory.store, memory.encoder, query, NS, RecordFilter(), wide).records} == set(ids)
+
+
+def test_time_filter_keeps_boundary_records_in_every_channel(mem64: Memory) -> None:
+    t = datetime(2004, 11, 20, 2, 16, 14, 655348, tzinfo=UTC)
+    rid = mem64.add("flight to Lisbon booked", namespace="n", event_time=t)
+    for preset in ("dense", "lexical", "default"):
+        hits = mem64.search("Lisbon flight", namespace="n", start=t, config=preset)
+        assert [h.record.id for h in hits] == [rid], preset
+
+
+def test_neighbour_expansion_stays_inside_the_segment(mem64: Memory) -> None:
+    mem64.add_many(
+        [
+            NewMemory(f"turn {i} of session {s} about weather", seq=i, segment=f"s{s}")
+            for s in range(20)
+            for i in range(3)
+        ],
+        namespace="n",
+    )
+    target = mem64.add("the zebra code is 42", namespace="n", seq=1, segment="target")
+    hits = mem64.search("zebra code", namespace="n", k=50)
+    assert hits[0].record.id == target
+    assert not [h for h in hits if h.scores.get("neighbor") and h.record.segment != "target"]
+
+
+# --- the retrieval settings: state parts and pool sizes, checked when the config is built -----------
+
+
+STATE = {"phase": "book_flights", "subgoals": ["pick a flight"], "last_result": "found 3 flights"}
+
+
+@pytest.fixture
+def state_memory() -> Iterator[Memory]:
+    """A Memory (``HashingEncoder(384)``) holding one record: "The museum opens at nine."."""
+    mem = Memory(encoder=HashingEncoder(384))
+    mem.add("The museum opens at nine.", namespace=NS)
+    yield mem
+    mem.close()
+
+
+def _with_retrieval(mem: Memory, **knobs: object) -> Memory:
+    """A second Memory over ``mem``'s store whose retrieval config has ``knobs``."""
+    return Memory(store=mem.store, encoder=mem.encoder, config=MemoryConfig(retrieval=RetrievalConfig(**knobs)))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("parts", "match"),
+    [
+        (("subgoal",), "'subgoal'"),
+        (("whole", "constraints"), "'constraints'"),
+        (("texts",), "'texts'"),
+        ("whole", "a tuple"),
+        ((1,), "1"),
+    ],
+)
+def test_unknown_state_parts_are_refused_clearly(state_memory: Memory, parts: object, match: str) -> None:
+    with pytest.raises(InvalidInput, match=rf"state_parts.*{match}"):
+        RetrievalConfig(state_parts=parts)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="state_parts"):
+        MemoryConfig(retrieval=RetrievalConfig(state_parts=parts))  # type: ignore[arg-type]
+    assert len(state_memory.records(namespace=NS)) == 1
+
+
+@pytest.mark.parametrize("parts", [(), ("whole",), ("whole", "goal", "result"), ("phase",)])
+def test_known_state_parts_search(state_memory: Memory, parts: tuple[str, ...]) -> None:
+    assert _with_retrieval(state_memory, state_parts=parts).search("museum", namespace=NS, state=STATE)
+
+
+def test_state_vector_parts_are_single_vectors() -> None:
+    encoded = StateEncoder(HashingEncoder(64)).encode(AgentState.from_dict(STATE))
+    for name in STATE_VECTOR_PARTS:
+        assert getattr(encoded, name).shape == (64,)
+
+
+def test_a_state_free_search_uses_the_default_state_parts(state_memory: Memory) -> None:
+    assert state_memory.config.retrieval.state_parts == ("whole",)
+    assert state_memory.search("museum", namespace=NS)
+
+
+@pytest.mark.parametrize("setting", ["state_pool", "core_pool", "recent_pool"])
+@pytest.mark.parametrize("value", [None, 2.5, "5", -1, True, 10**9])
+def test_pool_size_settings_are_checked_at_construction(state_memory: Memory, setting: str, value: object) -> None:
+    with pytest.raises(InvalidInput, match=rf"{setting}: must be an int from 0 to 1,000,000"):
+        RetrievalConfig(**{setting: value})  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match=rf"{setting}"):
+        MemoryConfig(retrieval=RetrievalConfig(**{setting: value}))  # type: ignore[arg-type]
+    assert state_memory.search("museum", namespace=NS, state=STATE)  # the memory's own config is unchanged
+
+
+@pytest.mark.parametrize("setting", ["state_pool", "core_pool", "recent_pool"])
+@pytest.mark.parametrize("value", [0, 1, 500])
+def test_pool_size_settings_in_range_search(state_memory: Memory, setting: str, value: int) -> None:
+    assert _with_retrieval(state_memory, **{setting: value}).search("museum", namespace=NS, state=STATE)

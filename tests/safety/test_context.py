@@ -248,3 +248,16 @@ def test_a_large_state_is_redacted_in_the_provenance_phone_email_and_secret() ->
             assert "[EMAIL]" in stored and "[API_KEY]" in stored
             assert "0.268435456" in stored  # a decimal is not a phone number: nothing widened either
             assert len(mem.explain(ctx.provenance_id).state["constraints"]) == 300  # keys stay distinct
+
+
+def test_provenance_holds_no_raw_secret() -> None:
+    m = Memory(encoder=HashingEncoder(dim=384))
+    m.add("Hotel near the station", namespace="p")
+    ctx = m.context(
+        "email john.doe@example.com card 4111 1111 1111 1111",
+        namespace="p",
+        budget_tokens=100,
+        state={"constraints": {"card": "4111 1111 1111 1111"}},
+    )
+    prov = m.explain(ctx.provenance_id)
+    assert "john.doe@example.com" not in prov.query and "4111" not in str(prov.state)

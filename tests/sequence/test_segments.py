@@ -323,3 +323,20 @@ def test_index_summaries_stay_out_of_handoff(mem: Memory) -> None:
     assert rec.id not in mem.handoff(NS, fmt="json").text
     compressed = mem.compress_segment(NS, "s2")
     assert compressed.id in mem.handoff(NS, fmt="json").text  # a compressed summary is a memory
+
+
+def test_a_segment_summary_never_carries_sensitive_records() -> None:
+    m = Memory(encoder=HashingEncoder(dim=384))
+    m.add("We talked about the hotel booking in Lisbon.", namespace="h", segment="s1", seq=1)
+    m.add(
+        "The patient was diagnosed with diabetes type 2 last spring.",
+        namespace="h",
+        segment="s1",
+        seq=2,
+        type="sensitive",
+    )
+    m.add("The hotel is near the station in Lisbon, mail bob@example.com.", namespace="h", segment="s1", seq=3)
+    m.summarize("h", "s1")
+    m.compress_segment("h", "s1")
+    text = m.handoff("h").text
+    assert "diabetes" not in text and "bob@example.com" not in text

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import retain.text.cues as cues
-from retain.text.cues import explicit_cues, has_cue, mentions_cue
+from retain.text.cues import correction_cues, explicit_cues, has_cue, mentions_cue
 
 
 def test_may_before_a_day_number_is_the_month_not_a_modal() -> None:
@@ -61,3 +61,21 @@ _SEPARATORS = [" ", ", ", ". ", "! ", ": ", " - ", " — ", "\n", "", "? ", "(",
 def test_explicit_cues_agrees_with_the_quadratic_reference(parts: list[tuple[str, str]]) -> None:
     text = "".join(w + s for w, s in parts)
     assert explicit_cues(text) == _reference_explicit_cues(text)
+
+
+def test_japanese_change_reports_are_correction_cues() -> None:
+    assert correction_cues("WC-88213を6/25に変更、6/16収録を設定") == ["に変更"]
+    assert correction_cues("6/25(木)に変更で。時間は同じ14時から") == ["に変更"]
+
+
+def test_a_modal_running_into_a_cjk_cue_hedges_it() -> None:
+    """A modal written straight against a CJK cue ("we'll改成", no word boundary between "will" and
+    "改") hedges the cue as it does with a space between them."""
+    for text in ("we'll改成6个人", "Checkout will改成 the new export", "ok if6个人了"):
+        assert explicit_cues(text) == [], text
+    assert explicit_cues("we改成6个人") == ["改成"]
+
+
+def test_may_as_a_name_or_month_stays_explicit() -> None:
+    assert explicit_cues("Theresa May said the monthly cap is now 300 runs.") == ["is now"]
+    assert explicit_cues("The cap from last May is now 300.") == ["is now"]

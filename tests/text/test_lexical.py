@@ -1,3 +1,4 @@
+from retain.memory import Memory
 from retain.text.lexical import STOPWORDS, index_terms, query_terms
 
 
@@ -37,3 +38,9 @@ def test_query_of_only_stopwords_is_not_emptied():
     terms = query_terms("what is it")
     assert terms == ["what", "is", "it"]
     assert all(t in STOPWORDS for t in terms)
+
+
+def test_single_cjk_character_query_finds_by_lexical(mem64: Memory) -> None:
+    cat = mem64.add("我的猫叫小白", namespace="n")
+    mem64.add("明天下午三点开会", namespace="n")
+    assert [h.record.id for h in mem64.search("猫", namespace="n", config="lexical")] == [cat]

@@ -260,3 +260,24 @@ def test_full_width_forms_are_detected_on_their_nfkc_form(text: str, kind: str) 
     assert [f.kind for f in found] == [kind]
     assert redacted == text[: found[0].start] + f"[{kind.upper()}]" + text[found[0].end :]
     assert not any(ch in redacted for ch in "＠１４") and contains_sensitive(text)
+
+
+def test_circled_enumeration_numbers_are_not_a_phone_number() -> None:
+    for text in ("手順①②③④⑤⑥⑦⑧⑨⑩を実行します。", "⓪①②③④⑤⑥⑦⑧⑨"):
+        assert detect(text) == [], text
+    (found,) = detect("電話番号は０３－１２３４－５６７８です。")  # full-width digits are still folded
+    assert found.kind == "phone"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("キーはsk-live-1234567890abcdefghijです", "sk-live-1234567890abcdefghij", "api_key"),
+        ("サーバーのIPは10.20.30.40です", "10.20.30.40", "ip"),
+        ("服务器地址是10.20.30.40，端口", "10.20.30.40", "ip"),
+        ("サーバーのIPは１０．２０．３０．４０です", "１０．２０．３０．４０", "ip"),
+    ],
+)
+def test_secrets_next_to_cjk_characters_are_found(text: str, secret: str, kind: str) -> None:
+    assert [(f.kind, text[f.start : f.end]) for f in detect(text)] == [(kind, secret)]
+    assert detect("バージョン10.20.30.40をリリースしました") == []  # a version number, as "version 10.20.30.40"
