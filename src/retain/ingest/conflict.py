@@ -311,6 +311,69 @@ def _explicit_sentences(text: str) -> str:
     return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if explicit_cues(s.group(0)))
 
 
+@dataclass(frozen=True, slots=True)
+class _NewRecord:
+    """What :func:`decide` reads of the new record, worked out once and shared by every candidate.
+
+    Attributes:
+        cues: its live correction cues (emptied for a thought repeating a change already stated).
+        can_update: it states something (not a passive role, not a question).
+        reflective: it is the agent's own reasoning (``policy.reflective_roles``).
+        terms: :func:`subject_terms` of the whole text; cue_terms: of its cue sentences.
+        negated: :func:`negated_terms`; slots: :func:`value_slots`; computed: it shows arithmetic.
+        cue_values: the values its cue sentences state.
+        explicit: its explicit cues; explicit_terms: subject terms of their sentences.
+        retracted: value slots of its retraction sentences (:func:`_retracted_items`).
+        destinations: what its cue sentences switch to (:func:`_destinations`).
+    """
+
+    cues: tuple[str, ...]
+    can_update: bool
+    reflective: bool
+    terms: set[str]
+    cue_terms: set[str]
+    negated: set[str]
+    slots: dict[str, set[str]]
+    computed: bool
+    cue_values: set[str]
+    explicit: tuple[str, ...]
+    explicit_terms: set[str]
+    retracted: dict[str, set[str]]
+    destinations: list[set[str]]
+
+
+def _read_new(
+    new: MemoryRecord, candidates: Sequence[tuple[MemoryRecord, float]], policy: ConflictPolicy
+) -> _NewRecord:
+    """The :class:`_NewRecord` of ``new``; ``candidates`` tell whether a thought's change was already stated."""
+    text = new.content
+    cues = tuple(correction_cues(text))
+    reflective = new.role in policy.reflective_roles
+    cue_text = _cue_sentences(text)
+    cue_terms = subject_terms(cue_text) if cues else set()
+    cue_values = set(value_slots(cue_text)) if cues else set()
+    explicit = tuple(explicit_cues(text)) if cues else ()
+    if reflective and cue_values:  # a thought repeating a change someone else already stated
+        stated = (set(value_slots(o.content)) for o, _ in candidates if o.role not in policy.reflective_roles)
+        if any(cue_values <= vals for vals in stated):
+            cues = ()
+    return _NewRecord(
+        cues=cues,
+        can_update=new.role not in policy.passive_roles and not text.rstrip().endswith(("?", "？")),
+        reflective=reflective,
+        terms=subject_terms(text),
+        cue_terms=cue_terms,
+        negated=negated_terms(text),
+        slots=value_slots(text),
+        computed=bool(_ARITHMETIC.search(text)),
+        cue_values=cue_values,
+        explicit=explicit,
+        explicit_terms=subject_terms(_explicit_sentences(text)) if explicit else set(),
+        retracted=_retracted_items(text),
+        destinations=_destinations(cue_text),
+    )
+
+
 def decide(
     new: MemoryRecord,
     candidates: Sequence[tuple[MemoryRecord, float]],
@@ -321,105 +384,21 @@ def decide(
     """Classify ``new`` against ``candidates`` (current records of its namespace with their cosine
     to ``new``, any order). See the module docstring for the rules. Pure; no I/O apart from what
     ``judge`` does. Candidates of another namespace, superseded ones and ``new`` itself are ignored."""
-    text = new.content
-    cues = tuple(correction_cues(text))
-    can_update = new.role not in policy.passive_roles and not text.rstrip().endswith(("?", "？"))
-    reflective = new.role in policy.reflective_roles
-    new_terms = subject_terms(text)
-    cue_text = _cue_sentences(text)
-    cue_terms = subject_terms(cue_text) if cues else set()
-    negated = negated_terms(text)
-    new_slots = value_slots(text)
-    computed = bool(_ARITHMETIC.search(text))
-    cue_values = set(value_slots(cue_text)) if cues else set()
-    explicit = tuple(explicit_cues(text)) if cues else ()
-    explicit_terms = subject_terms(_explicit_sentences(text)) if explicit else set()
-    retracted = _retracted_items(text)
-    if reflective and cue_values:  # a thought repeating a change someone else already stated
-        stated = (set(value_slots(o.content)) for o, _ in candidates if o.role not in policy.reflective_roles)
-        if any(cue_values <= vals for vals in stated):
-            cues = ()
+    facts = _read_new(new, candidates, policy)
     best: ConflictDecision | None = None
     held: ConflictDecision | None = None  # the best update the hard-constraint rule refused
-    destinations = _destinations(cue_text)  # once, not per candidate
     for old, cos in candidates:
         if old.id == new.id or old.namespace != new.namespace or not old.is_current:
             continue
-        old_terms = _old_terms(old.content)
-        old_slots = value_slots(old.content)
-        overlap = _overlap(new_terms, old_terms)
-        changed = bool(new_slots and old_slots and set(new_slots) != set(old_slots))
-        if cos >= policy.paraphrase_cos and not changed and not cues:
-            decision = ConflictDecision(
-                Relation.PARAPHRASE, old, overlap, cos, cues, f"paraphrase (cos {cos:.2f})", (), 10.0 + cos
-            )
-        elif (
-            not can_update
-            or (reflective and old.role not in policy.reflective_roles)
-            or _adopted(destinations, old_terms)
-        ):
+        decision, refused = _classify(new, facts, old, cos, policy)
+        if decision is None:
             continue
-        else:
-            old_terms_all = old_terms | {w[:2] for w in old_terms if _LATIN.match(w)} | set(old_slots)
-            live = [c for c in cues if not (_ECHO.match(c) and _stem(c.split()[0]) in old_terms)]
-            live_set = set(live)
-            flip = sorted(w for w in negated if w in old_terms_all)
-            aligned = [] if computed else _aligned_change(new_slots, old_slots)
-            restated = bool(cue_values) and cue_values <= set(old_slots)
-            cue_overlap = max(overlap, _overlap(cue_terms, old_terms)) if live else 0.0
-            signals: list[str] = []
-            if live and _cue_rule(cue_overlap, cos, restated=restated, policy=policy):
-                signals.append("cue")
-            if flip and overlap >= policy.min_overlap:
-                signals.append("negation")
-            same_subject = len(new_terms ^ old_terms) <= policy.max_new_terms  # "Bob is 31" is not "Alice is 30"
-            if aligned and (
-                (cos >= policy.value_cos and overlap >= policy.value_overlap and same_subject)
-                or (live and cos >= policy.min_cos_update)
-            ):
-                signals.append("value")
-            reports_it = bool(_RETRACTION_NEWS.search(old.content))  # the notice itself, not the item
-            named = _names_retracted(retracted, old_slots) if retracted and not reflective and not reports_it else []
-            if named:
-                signals.append("retraction")
-            if not signals:
-                continue
-            # A hard constraint yields only to an explicit correction: a cue opening a sentence or
-            # clause whose sentence is about it, or such a cue with an aligned value change.
-            refused = old.type is MemoryType.HARD_CONSTRAINT and not _explicit_correction(
-                [c for c in explicit if c in live_set],
-                max(overlap, _overlap(explicit_terms, old_terms)),
-                cos,
-                restated=restated,
-                value="value" in signals,
-                policy=policy,
-            )
-            evidence = []
-            if named:
-                evidence.append(f"retracts {named}")
-            if live:
-                evidence.append(f"cues {live}")
-            if flip:
-                evidence.append(f"negates {flip}")
-            if aligned:
-                evidence.append("values " + ", ".join(f"{o} -> {n}" for o, n in aligned[:3]))
-            rank = overlap + cos + (0.5 if aligned else 0.0) + (0.5 if flip else 0.0) + 0.25 * (old.role == new.role)
-            decision = ConflictDecision(
-                Relation.UPDATE,
-                old,
-                overlap,
-                cos,
-                cues,
-                f"update ({'+'.join(signals)}): {'; '.join(evidence)}; overlap {overlap:.2f}, cos {cos:.2f}",
-                tuple(signals),
-                rank,
-            )
-            if refused:
-                if held is None or decision.rank > held.rank:
-                    held = dataclasses.replace(
-                        decision, reason=f"refused, hard constraint without an explicit correction: {decision.reason}"
-                    )
-                continue
+        if refused:
+            if held is None or decision.rank > held.rank:
+                held = dataclasses.replace(
+                    decision, reason=f"refused, hard constraint without an explicit correction: {decision.reason}"
+                )
+            continue
         if best is not None and decision.rank <= best.rank:
             continue
         if judge is not None and not judge.confirm(new, old, decision.relation):
@@ -427,10 +406,100 @@ def decide(
         best = decision
     if held is not None and (best is None or held.rank > best.rank):
         # The proposal was about the constraint: no weaker candidate takes its place.
-        return ConflictDecision(Relation.NEW, None, 0.0, 0.0, cues, "hard constraint kept", held=held)
+        return ConflictDecision(Relation.NEW, None, 0.0, 0.0, facts.cues, "hard constraint kept", held=held)
     if best is None:
-        return ConflictDecision(Relation.NEW, None, 0.0, 0.0, cues, "no conflicting record")
+        return ConflictDecision(Relation.NEW, None, 0.0, 0.0, facts.cues, "no conflicting record")
     return best
+
+
+def _classify(
+    new: MemoryRecord, facts: _NewRecord, old: MemoryRecord, cos: float, policy: ConflictPolicy
+) -> tuple[ConflictDecision | None, bool]:
+    """The paraphrase or update decision of ``new`` against one current candidate ``old`` (None when
+    neither applies), and whether the hard-constraint rule refused that update."""
+    old_terms = _old_terms(old.content)
+    old_slots = value_slots(old.content)
+    overlap = _overlap(facts.terms, old_terms)
+    changed = bool(facts.slots and old_slots and set(facts.slots) != set(old_slots))
+    if cos >= policy.paraphrase_cos and not changed and not facts.cues:
+        reason = f"paraphrase (cos {cos:.2f})"
+        return ConflictDecision(Relation.PARAPHRASE, old, overlap, cos, facts.cues, reason, (), 10.0 + cos), False
+    if (
+        not facts.can_update
+        or (facts.reflective and old.role not in policy.reflective_roles)
+        or _adopted(facts.destinations, old_terms)
+    ):
+        return None, False
+    return _update(new, facts, old, cos, old_terms, old_slots, overlap, policy)
+
+
+def _update(
+    new: MemoryRecord,
+    facts: _NewRecord,
+    old: MemoryRecord,
+    cos: float,
+    old_terms: frozenset[str],
+    old_slots: dict[str, set[str]],
+    overlap: float,
+    policy: ConflictPolicy,
+) -> tuple[ConflictDecision | None, bool]:
+    """The update rules of :func:`decide` for one candidate: the decision when a signal fires (None
+    otherwise), and whether a hard constraint refuses it for want of an explicit correction."""
+    old_terms_all = old_terms | {w[:2] for w in old_terms if _LATIN.match(w)} | set(old_slots)
+    live = [c for c in facts.cues if not (_ECHO.match(c) and _stem(c.split()[0]) in old_terms)]
+    flip = sorted(w for w in facts.negated if w in old_terms_all)
+    aligned = [] if facts.computed else _aligned_change(facts.slots, old_slots)
+    restated = bool(facts.cue_values) and facts.cue_values <= set(old_slots)
+    cue_overlap = max(overlap, _overlap(facts.cue_terms, old_terms)) if live else 0.0
+    signals: list[str] = []
+    if live and _cue_rule(cue_overlap, cos, restated=restated, policy=policy):
+        signals.append("cue")
+    if flip and overlap >= policy.min_overlap:
+        signals.append("negation")
+    same_subject = len(facts.terms ^ old_terms) <= policy.max_new_terms  # "Bob is 31" is not "Alice is 30"
+    if aligned and (
+        (cos >= policy.value_cos and overlap >= policy.value_overlap and same_subject)
+        or (live and cos >= policy.min_cos_update)
+    ):
+        signals.append("value")
+    reports_it = bool(_RETRACTION_NEWS.search(old.content))  # the notice itself, not the item
+    retracts = facts.retracted and not facts.reflective and not reports_it
+    named = _names_retracted(facts.retracted, old_slots) if retracts else []
+    if named:
+        signals.append("retraction")
+    if not signals:
+        return None, False
+    # A hard constraint yields only to an explicit correction: a cue opening a sentence or
+    # clause whose sentence is about it, or such a cue with an aligned value change.
+    live_set = set(live)
+    refused = old.type is MemoryType.HARD_CONSTRAINT and not _explicit_correction(
+        [c for c in facts.explicit if c in live_set],
+        max(overlap, _overlap(facts.explicit_terms, old_terms)),
+        cos,
+        restated=restated,
+        value="value" in signals,
+        policy=policy,
+    )
+    evidence = _evidence(named, live, flip, aligned)
+    rank = overlap + cos + (0.5 if aligned else 0.0) + (0.5 if flip else 0.0) + 0.25 * (old.role == new.role)
+    reason = f"update ({'+'.join(signals)}): {'; '.join(evidence)}; overlap {overlap:.2f}, cos {cos:.2f}"
+    return ConflictDecision(Relation.UPDATE, old, overlap, cos, facts.cues, reason, tuple(signals), rank), refused
+
+
+def _evidence(
+    named: Sequence[str], live: Sequence[str], flip: Sequence[str], aligned: Sequence[tuple[str, str]]
+) -> list[str]:
+    """The evidence clauses of an update's reason: retracted items, cues, negated terms, value changes."""
+    evidence = []
+    if named:
+        evidence.append(f"retracts {named}")
+    if live:
+        evidence.append(f"cues {live}")
+    if flip:
+        evidence.append(f"negates {flip}")
+    if aligned:
+        evidence.append("values " + ", ".join(f"{o} -> {n}" for o, n in aligned[:3]))
+    return evidence
 
 
 def _explicit_correction(
