@@ -24,7 +24,7 @@ import numpy as np
 
 from retain.encoders.basis import MiniLMEncoder
 from retain.eval.sam_train import ProbeExample, probe_examples, rank_metrics, scenario_files
-from retain.state.sam import train_state_scorer
+from retain.state.training import train_state_scorer
 
 
 def _row(name: str, figures: dict[str, dict[str, float]]) -> str:

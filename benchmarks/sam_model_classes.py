@@ -51,7 +51,9 @@ from sklearn.preprocessing import StandardScaler
 from retain.encoders.basis import MiniLMEncoder
 from retain.eval.sam_train import ProbeExample, probe_examples, rank_metrics, scenario_files, score_metrics
 from retain.eval.scenarios import load_scenario
-from retain.state.sam import TYPES, StateScorer, state_features
+from retain.state.candidates import TYPES
+from retain.state.features import state_features
+from retain.state.scorer import StateScorer
 from retain.text.values import canonical_values
 
 Model = Callable[[], object]

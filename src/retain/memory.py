@@ -66,7 +66,8 @@ from retain.safety.observe import added, annotate, observed, offered, searched, 
 from retain.safety.redaction import redact_record, scrub
 from retain.sequence.segments import is_index_summary
 from retain.state.agent import AgentState, StateEncoder
-from retain.state.sam import CandidateMemo, StateScorer, content_terms
+from retain.state.candidates import CandidateMemo, content_terms
+from retain.state.scorer import StateScorer
 from retain.store.base import (
     ALL_RECORDS,
     HOT_TIERS,

@@ -13,7 +13,10 @@ from retain import HashingEncoder, Memory
 from retain.errors import InvalidInput
 from retain.record import MemoryRecord, MemoryType, new_id
 from retain.state.agent import MAX_CONSTRAINTS, AgentState, StateEncoder, StatePerceiver
-from retain.state.sam import STATE_FEATURES, TYPES, SamExample, StateScorer, candidates_from_records, train_state_scorer
+from retain.state.candidates import TYPES, candidates_from_records
+from retain.state.features import STATE_FEATURES
+from retain.state.scorer import StateScorer
+from retain.state.training import SamExample, train_state_scorer
 
 DIM = 64
 
@@ -468,7 +471,7 @@ def _reference_features(
     import math
 
     from retain.record import Tier
-    from retain.state.sam import content_terms
+    from retain.state.candidates import content_terms
     from retain.text.values import canonical_values
 
     def cos(e: np.ndarray, v: np.ndarray) -> float:
@@ -633,7 +636,8 @@ def _random_records(rng: np.random.Generator, n: int, enc: HashingEncoder) -> li
 
 @pytest.mark.parametrize("seed", range(12))
 def test_state_features_match_the_per_record_reference(seed: int) -> None:
-    from retain.state.sam import CandidateMemo, state_features
+    from retain.state.candidates import CandidateMemo
+    from retain.state.features import state_features
 
     rng = np.random.default_rng(seed)
     enc = HashingEncoder(dim=DIM)
@@ -698,7 +702,7 @@ def test_scorer_state_score_matches_the_reference() -> None:
 
 
 def test_candidate_memo_works_out_a_changed_record_again() -> None:
-    from retain.state.sam import CandidateMemo
+    from retain.state.candidates import CandidateMemo
 
     enc = HashingEncoder(dim=DIM)
     rec = _records(["peanut allergy"], enc)[0]
@@ -716,7 +720,7 @@ def test_candidate_memo_works_out_a_changed_record_again() -> None:
 
 
 def test_candidate_memo_gathers_the_same_inputs_as_a_fresh_build() -> None:
-    from retain.state.sam import CandidateMemo
+    from retain.state.candidates import CandidateMemo
 
     rng = np.random.default_rng(5)
     enc = HashingEncoder(dim=DIM)
@@ -737,7 +741,7 @@ def test_candidate_memo_gathers_the_same_inputs_as_a_fresh_build() -> None:
 
 
 def test_content_terms_are_worked_out_on_write_unless_state_scoring_is_off() -> None:
-    from retain.state.sam import content_terms
+    from retain.state.candidates import content_terms
 
     text = f"walnut allergy {new_id()}"  # a text no earlier test tokenised
     content_terms.cache_clear()
@@ -772,7 +776,7 @@ def test_a_write_after_a_state_search_is_seen_by_the_next_state_search() -> None
 def test_value_features_find_the_record_that_set_the_current_value() -> None:
     """A constraint's value written another way ("4800" <- "4,800") is matched; of a supersede chain the
     record stating the current value is the setter, not the older one; odd constraint values are safe."""
-    from retain.state.sam import state_features
+    from retain.state.features import state_features
 
     enc = HashingEncoder(dim=DIM)
     recs = _records(
@@ -807,7 +811,7 @@ def test_value_features_find_the_record_that_set_the_current_value() -> None:
 def test_add_works_out_the_state_scorers_per_text_inputs_at_write_time() -> None:
     """A stored record's terms and canonical values are memoised when it is written, so the first
     state-adaptive search that reads it does not pay for them; not with the state scorer off."""
-    from retain.state.sam import content_terms
+    from retain.state.candidates import content_terms
     from retain.text.values import canonical_values
 
     text = "written-once marker 7f3a: the deposit of 1,240 EUR is due on Aug 9 at 15:30"
@@ -830,7 +834,7 @@ def test_add_works_out_the_state_scorers_per_text_inputs_at_write_time() -> None
 def test_newest_record_features_read_what_the_stream_said_last() -> None:
     """The cosine with the newest record of all and of each role (user, tool, agent), and the share of
     each of those records' terms: a terse "ok, continue" leans on what the stream said last."""
-    from retain.state.sam import state_features
+    from retain.state.features import state_features
 
     enc = HashingEncoder(dim=DIM)
     texts = [

@@ -232,7 +232,7 @@ def train_sam(
         training_examples,
     )
     from retain.eval.streams import CachingEncoder
-    from retain.state.sam import train_state_scorer
+    from retain.state.training import train_state_scorer
 
     if train_types not in TRAIN_TYPES:
         raise typer.BadParameter(f"{train_types!r}: use one of {', '.join(TRAIN_TYPES)}", param_hint="--train-types")

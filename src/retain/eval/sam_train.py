@@ -36,7 +36,9 @@ from retain.record import MemoryType
 from retain.retrieval.fusion import PRESETS
 from retain.retrieval.pool import candidates, sam_inputs, state_pool
 from retain.state.agent import AgentState
-from retain.state.sam import TYPES, SamExample, StateScorer, train_state_scorer
+from retain.state.candidates import TYPES
+from retain.state.scorer import StateScorer
+from retain.state.training import SamExample, train_state_scorer
 from retain.store.base import HOT_TIERS, RecordFilter
 from retain.text.lexical import is_terse
 
