@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from retain.encoders.basis import HashingEncoder
-from retain.ingest.conflict import Relation, decide, negated_terms, value_slots
+from retain.ingest.conflict import Relation, decide
+from retain.ingest.signals import negated_terms, value_slots
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier, new_id
 from retain.text.cues import correction_cues, explicit_cues

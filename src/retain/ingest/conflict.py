@@ -1,20 +1,8 @@
 """Conflicts between a new record and what is already stored: paraphrase, update, or new.
 
 No LLM is needed. A new record is compared with its nearest current records (dense and lexical
-neighbours within the namespace) on four signals:
-
-* **subject overlap**: do they talk about the same slot? Share of content terms in common
-  (stopwords removed, Latin words truncated to 5 characters as a crude stemmer, CJK as character
-  bigrams), plus shared identifiers (codes with digits such as "CR-22741", "payments.spec.ts");
-* **aligned value change**: a number of the old record is gone and a new number stands in the
-  same slot, i.e. the words around the two numbers overlap ("for 5 years" -> "for 6 years",
-  "budget is 35,000" -> "budget is 38,500", "一共5个人" -> "一共6个人"). Numbers that merely
-  appear in one record and not the other (a computation, a listing) are no change;
-* **correction cues** in the new record: "actually", "switched to", "改成", ...
-  (:func:`retain.text.cues.correction_cues`). A cue that the old record already carries ("retracted"
-  after a retraction notice) is an echo, not a correction of it;
-* **negation flip**: "X, not Y" / "not Y:" where Y is said in the old record ("it's orders.spec.ts,
-  not payments" against "the payments tests flake").
+neighbours within the namespace) on four signals (:mod:`retain.ingest.signals`): subject overlap,
+an aligned value change, correction cues and a negation flip.
 
 Decision (first that applies):
 
@@ -49,20 +37,35 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import math
 import re
 from collections.abc import Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from retain.ingest.signals import (
+    adopted,
+    aligned_change,
+    candidate_terms,
+    cue_sentences,
+    destinations,
+    explicit_sentences,
+    is_latin,
+    may_update,
+    names_retracted,
+    negated_terms,
+    retracted_items,
+    stem,
+    subject_terms,
+    term_overlap,
+    value_slots,
+)
 from retain.record import MemoryRecord, MemoryType
 from retain.store.base import RecordFilter, Store
-from retain.text.cues import correction_cues, explicit_cues, has_cue, mentions_cue
-from retain.text.lexical import STOPWORDS, index_terms, query_terms
+from retain.text.cues import correction_cues, explicit_cues
+from retain.text.lexical import query_terms
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -72,10 +75,6 @@ __all__ = [
     "Relation",
     "decide",
     "find_updates",
-    "negated_terms",
-    "subject_terms",
-    "value_slots",
-    "values",
 ]
 
 
@@ -89,93 +88,8 @@ class Relation(enum.StrEnum):
 
 # Cues naming an event the old record may itself report (then they echo it rather than correct it).
 _ECHO = re.compile(r"^(retract|switch|moved|changed|cleared)", re.IGNORECASE)
-_NEGATION = re.compile(
-    r"(?:^|[,;(]\s*|\bit'?s\s+)not ([\w.\-/]+)(?:\s+[a-z]{1,3})?(?=\s*[.,:;!)]|\s*$)", re.IGNORECASE | re.MULTILINE
-)
-_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*(?:月\d+[日号])?")
-_DATE = re.compile(r"^\d+月\d+[日号]$")
-# A number right after one of these names a thing (parcel number 137, order #12), or right after the
-# one word that opens the text ("Note 4: ..."), it is no value.
-_ID_BEFORE = re.compile(
-    r"(?:\b(?:number|no|nr|id|ticket|order|parcel|case|issue|invoice|room|flight|seat|step|item|part|page|row|"
-    r"line|chapter|version|v|note|entry|task|option|lesson|section|figure|table|question|point|episode|"
-    r"platform|gate|test|run|build|job|batch|ref)\.?|#|第)\s*$|^\s*[A-Z][a-z]+\s*$|\d-$",
-    re.IGNORECASE,
-)
-_CJK_STOP = frozenset("的了是在我你他她它们和也都就要吧呢啊吗这那有还")
-_DESTINATION = re.compile(r"\b(?:to|for)\s+([^\d.,;:!?\n]{2,40})(?=[.,;:!?\n]|$)")
-_IDENT = re.compile(r"\b(?=[\w.\-/]*\d)(?=[\w.\-/]*[A-Za-z])[\w][\w.\-/]{2,}\b|\b[\w\-]+\.[a-z]{1,4}\b")
-_LATIN = re.compile(r"[a-z]")
-_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
-_LABEL_END = re.compile(r"\s*(?:$|[:;,)\]]|[.!?](?:\s|$)|\s+[^\W\d_]+=)")
-_RETRACTION = re.compile(r"\b(?:retracted|withdrawn|cancell?ed|recalled|discontinued)\b", re.IGNORECASE)
 _RETRACTION_NEWS = re.compile(r"\b(?:retract|withdr[ae]w|cancel|recall|discontinu)\w*", re.IGNORECASE)
 _ARITHMETIC = re.compile(r"\d\s*[×x*=]\s*\d|\d\s*\+\s*\d")
-
-
-def negated_terms(text: str) -> set[str]:
-    """Stemmed words a negation in ``text`` rejects: "orders.spec.ts, not payments." -> {"payme"};
-    "Not TZ: ..." -> {"tz"}. Only a negated word at a clause end or before a colon counts."""
-    return {_stem(m.group(1).lower()) for m in _NEGATION.finditer(text)}
-
-
-def values(text: str) -> set[str]:
-    """Numbers in ``text`` with thousands separators removed ("4,200" -> "4200")."""
-    return {_norm(m.group(0)) for m in _NUMBER.finditer(text)}
-
-
-def value_slots(text: str, window: int = 3) -> dict[str, set[str]]:
-    """Each number of ``text`` (normalised as in :func:`values`) with its slot: the stemmed words
-    within ``window`` words on either side (CJK: the characters within ``window`` characters), plus
-    "#date" for a CJK month-day date and "#id" for a number naming a thing ("parcel number 137")."""
-    slots: dict[str, set[str]] = {}
-    for m in _NUMBER.finditer(text):
-        left = text[max(0, m.start() - 60) : m.start()]
-        right = text[m.end() : m.end() + 60]
-        ctx = set(_context_words(left)[-window:]) | set(_context_words(right)[:window])
-        ctx |= set(_CJK_CHAR.findall(left[-window:])) | set(_CJK_CHAR.findall(right[:window]))
-        ctx -= _CJK_STOP  # function characters (了, 的, ...) share no slot
-        if _DATE.match(m.group(0)):
-            ctx.add("#date")
-        if _ID_BEFORE.search(left) or _is_label(left, right):
-            ctx.add("#id")
-        slots.setdefault(_norm(m.group(0)), set()).update(ctx)
-    return slots
-
-
-def _is_label(left: str, right: str) -> bool:
-    """A number right after a content word and closing its clause ("distractor turn 5", "Tracking check
-    3: ...") labels a thing; a quantity is followed by its unit or object ("for 6 years")."""
-    before = _WORD.findall(left[-40:])
-    if not before or left[-1:] not in (" ",) or before[-1].lower() in STOPWORDS:
-        return False
-    return bool(_LABEL_END.match(right))
-
-
-def subject_terms(text: str) -> set[str]:
-    """Content terms: index terms minus stopwords and bare numbers; Latin words cut to 5 characters
-    (truncation stemming: "registration" and "registering" meet as "regis"); identifiers kept whole."""
-    out = set()
-    for term in index_terms(text):
-        if term in STOPWORDS or term.isdigit() or term in _CJK_STOP or (len(term) < 2 and not _CJK_CHAR.match(term)):
-            continue
-        out.add(_stem(term))
-    out.update(m.group(0).lower() for m in _IDENT.finditer(text))
-    return out
-
-
-def _norm(number: str) -> str:
-    return re.sub(r"[.,](?=\d{3}\b)", "", number)
-
-
-def _stem(term: str) -> str:
-    return term[:5] if _LATIN.match(term) else term
-
-
-def _context_words(text: str) -> list[str]:
-    return [_stem(w.lower()) for w in _WORD.findall(text) if w.lower() not in STOPWORDS and not _CJK_CHAR.match(w)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,63 +168,6 @@ class ConflictJudge(Protocol):
         ...
 
 
-def _overlap(a: AbstractSet[str], b: AbstractSet[str]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / min(len(a), len(b))
-
-
-def _aligned_change(new: dict[str, set[str]], old: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """(old value, new value) pairs where an old number is gone and a new one shares its slot;
-    none when the two name different things (parcel number 136 vs parcel number 137)."""
-    new_ids = {v for v, ctx in new.items() if "#id" in ctx}
-    old_ids = {v for v, ctx in old.items() if "#id" in ctx}
-    if new_ids and old_ids and not new_ids & old_ids:
-        return []
-    gone = [v for v in old if v not in new]
-    came = [v for v in new if v not in old]
-    return [(o, n) for o in gone for n in came if old[o] & new[n] and "#id" not in old[o] | new[n]]
-
-
-def _destinations(cue_text: str) -> list[set[str]]:
-    """Subject terms of what the cue sentences ``cue_text`` (:func:`_cue_sentences`) switch *to*
-    ("switch to the oiled oak block"); :func:`decide` drops an old record that already says one of
-    them (:func:`_adopted`)."""
-    return [dest for m in _DESTINATION.finditer(cue_text) if (dest := subject_terms(m.group(1)))]
-
-
-def _adopted(destinations: Sequence[set[str]], old_terms: AbstractSet[str]) -> bool:
-    """True when the old record already says what the new one switches to (``destinations``, from
-    :func:`_destinations`): it proposed the new state rather than contradicting it."""
-    return any(dest <= old_terms for dest in destinations)
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _old_terms(text: str) -> frozenset[str]:
-    """:func:`subject_terms` of a candidate's text, memoised: a record is a candidate of many new ones."""
-    return frozenset(subject_terms(text))
-
-
-@functools.lru_cache(maxsize=1024)
-def _retracted_items(text: str) -> dict[str, set[str]]:
-    """Value slots (:func:`value_slots`) of the sentences of ``text`` that report a retraction."""
-    sentences = [m.group(0) for m in _SENTENCE.finditer(text) if _RETRACTION.search(m.group(0))]
-    return value_slots(" ".join(sentences)) if sentences else {}
-
-
-def _names_retracted(retracted: dict[str, set[str]], old_slots: dict[str, set[str]]) -> list[str]:
-    """Values the old record holds in a context sharing a term with the retraction's context."""
-    return sorted(v for v, ctx in retracted.items() if v in old_slots and ctx & old_slots[v])
-
-
-def _cue_sentences(text: str) -> str:
-    return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if has_cue(s.group(0)))
-
-
-def _explicit_sentences(text: str) -> str:
-    return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if explicit_cues(s.group(0)))
-
-
 @dataclass(frozen=True, slots=True)
 class _NewRecord:
     """What :func:`decide` reads of the new record, worked out once and shared by every candidate.
@@ -323,8 +180,8 @@ class _NewRecord:
         negated: :func:`negated_terms`; slots: :func:`value_slots`; computed: it shows arithmetic.
         cue_values: the values its cue sentences state.
         explicit: its explicit cues; explicit_terms: subject terms of their sentences.
-        retracted: value slots of its retraction sentences (:func:`_retracted_items`).
-        destinations: what its cue sentences switch to (:func:`_destinations`).
+        retracted: value slots of its retraction sentences (:func:`retracted_items`).
+        destinations: what its cue sentences switch to (:func:`destinations`).
     """
 
     cues: tuple[str, ...]
@@ -349,7 +206,7 @@ def _read_new(
     text = new.content
     cues = tuple(correction_cues(text))
     reflective = new.role in policy.reflective_roles
-    cue_text = _cue_sentences(text)
+    cue_text = cue_sentences(text)
     cue_terms = subject_terms(cue_text) if cues else set()
     cue_values = set(value_slots(cue_text)) if cues else set()
     explicit = tuple(explicit_cues(text)) if cues else ()
@@ -368,9 +225,9 @@ def _read_new(
         computed=bool(_ARITHMETIC.search(text)),
         cue_values=cue_values,
         explicit=explicit,
-        explicit_terms=subject_terms(_explicit_sentences(text)) if explicit else set(),
-        retracted=_retracted_items(text),
-        destinations=_destinations(cue_text),
+        explicit_terms=subject_terms(explicit_sentences(text)) if explicit else set(),
+        retracted=retracted_items(text),
+        destinations=destinations(cue_text),
     )
 
 
@@ -417,9 +274,9 @@ def _classify(
 ) -> tuple[ConflictDecision | None, bool]:
     """The paraphrase or update decision of ``new`` against one current candidate ``old`` (None when
     neither applies), and whether the hard-constraint rule refused that update."""
-    old_terms = _old_terms(old.content)
+    old_terms = candidate_terms(old.content)
     old_slots = value_slots(old.content)
-    overlap = _overlap(facts.terms, old_terms)
+    overlap = term_overlap(facts.terms, old_terms)
     changed = bool(facts.slots and old_slots and set(facts.slots) != set(old_slots))
     if cos >= policy.paraphrase_cos and not changed and not facts.cues:
         reason = f"paraphrase (cos {cos:.2f})"
@@ -427,7 +284,7 @@ def _classify(
     if (
         not facts.can_update
         or (facts.reflective and old.role not in policy.reflective_roles)
-        or _adopted(facts.destinations, old_terms)
+        or adopted(facts.destinations, old_terms)
     ):
         return None, False
     return _update(new, facts, old, cos, old_terms, old_slots, overlap, policy)
@@ -445,12 +302,12 @@ def _update(
 ) -> tuple[ConflictDecision | None, bool]:
     """The update rules of :func:`decide` for one candidate: the decision when a signal fires (None
     otherwise), and whether a hard constraint refuses it for want of an explicit correction."""
-    old_terms_all = old_terms | {w[:2] for w in old_terms if _LATIN.match(w)} | set(old_slots)
-    live = [c for c in facts.cues if not (_ECHO.match(c) and _stem(c.split()[0]) in old_terms)]
+    old_terms_all = old_terms | {w[:2] for w in old_terms if is_latin(w)} | set(old_slots)
+    live = [c for c in facts.cues if not (_ECHO.match(c) and stem(c.split()[0]) in old_terms)]
     flip = sorted(w for w in facts.negated if w in old_terms_all)
-    aligned = [] if facts.computed else _aligned_change(facts.slots, old_slots)
+    aligned = [] if facts.computed else aligned_change(facts.slots, old_slots)
     restated = bool(facts.cue_values) and facts.cue_values <= set(old_slots)
-    cue_overlap = max(overlap, _overlap(facts.cue_terms, old_terms)) if live else 0.0
+    cue_overlap = max(overlap, term_overlap(facts.cue_terms, old_terms)) if live else 0.0
     signals: list[str] = []
     if live and _cue_rule(cue_overlap, cos, restated=restated, policy=policy):
         signals.append("cue")
@@ -464,7 +321,7 @@ def _update(
         signals.append("value")
     reports_it = bool(_RETRACTION_NEWS.search(old.content))  # the notice itself, not the item
     retracts = facts.retracted and not facts.reflective and not reports_it
-    named = _names_retracted(facts.retracted, old_slots) if retracts else []
+    named = names_retracted(facts.retracted, old_slots) if retracts else []
     if named:
         signals.append("retraction")
     if not signals:
@@ -474,7 +331,7 @@ def _update(
     live_set = set(live)
     refused = old.type is MemoryType.HARD_CONSTRAINT and not _explicit_correction(
         [c for c in facts.explicit if c in live_set],
-        max(overlap, _overlap(facts.explicit_terms, old_terms)),
+        max(overlap, term_overlap(facts.explicit_terms, old_terms)),
         cos,
         restated=restated,
         value="value" in signals,
@@ -564,7 +421,7 @@ def find_updates(
     for rec in records:
         if rec.embedding is None or "split_group" in rec.metadata:
             continue
-        if not _may_update(rec.content):  # no cue, number or negation: no rule of decide() can fire
+        if not may_update(rec.content):  # no cue, number or negation: no rule of decide() can fire
             earlier.append(rec)
             continue
         terms = query_terms(rec.content)
@@ -637,12 +494,6 @@ class _Earlier:
         best = sorted(weight, key=lambda j: (-weight[j], -j))[: self.window]
         picked.update(dict.fromkeys(best))
         return [self.records[j] for j in sorted(picked)]
-
-
-def _may_update(text: str) -> bool:
-    """True when ``text`` carries something an update needs: a correction cue, a number (a value
-    change) or a negated term. The three signals of :func:`decide` each need one of these."""
-    return bool(mentions_cue(text) or _NUMBER.search(text) or _NEGATION.search(text))
 
 
 def _cosine(a: MemoryRecord, b: MemoryRecord) -> float:
