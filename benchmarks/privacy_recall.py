@@ -31,7 +31,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from retain.text.privacy import Finding, detect
+from retain.text.findings import Finding
+from retain.text.privacy import detect
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "scenarios"

@@ -34,7 +34,8 @@ from pathlib import Path
 
 from retain import HashingEncoder, Memory
 from retain.safety.redaction import redact_text
-from retain.text.privacy import _window_phones, detect
+from retain.text.phones import window_phones
+from retain.text.privacy import detect
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "scenarios"
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, output in outputs.items():
             leaks[name] += [f"{ns}: {s!r}" for s in sorted(secrets) if occurs(s, output)]
         redact_text.cache_clear()  # cold: every hit is scanned afresh
-        _window_phones.cache_clear()  # phone windows too
+        window_phones.cache_clear()  # phone windows too
         for allow_raw, key in ((False, "redacted"), (True, "raw")):
             t0 = time.perf_counter()
             for event in scenario["events"]:

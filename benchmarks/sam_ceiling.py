@@ -3,7 +3,7 @@ scored on the evaluation files (the held-out figure the issue asks for), then, a
 fitted on the evaluation files themselves and scored on the same probes.
 
 The second figure is no result: it shows what the best weights of the shipped features and model
-(:func:`retain.state.sam.train_state_scorer`, same pools, same settings) could reach if the evaluation
+(:func:`retain.state.training.train_state_scorer`, same pools, same settings) could reach if the evaluation
 labels were known. When it is below a target, no re-fitting of these features reaches the target;
 new information is needed. Nothing is saved and no model fitted here is shipped.
 
@@ -24,7 +24,7 @@ import numpy as np
 
 from retain.encoders.basis import MiniLMEncoder
 from retain.eval.sam_train import ProbeExample, probe_examples, rank_metrics, scenario_files
-from retain.state.sam import train_state_scorer
+from retain.state.training import train_state_scorer
 
 
 def _row(name: str, figures: dict[str, dict[str, float]]) -> str:

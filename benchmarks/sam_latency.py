@@ -39,7 +39,7 @@ from retain.config import GraphConfig
 from retain.encoders.basis import MiniLMEncoder
 from retain.eval.streams import CachingEncoder
 from retain.state.agent import StateEncoder
-from retain.state.sam import StateScorer
+from retain.state.scorer import StateScorer
 
 # fmt: off
 WORDS = (

@@ -1,11 +1,11 @@
 """Does another model class over the SAM features rank better than the shipped scorer? (issue 5)
 
-`benchmarks/sam_ceiling.py` showed that the shipped scorer's model (:func:`retain.state.sam.train_state_scorer`)
+`benchmarks/sam_ceiling.py` showed that the shipped scorer's model (:func:`retain.state.training.train_state_scorer`)
 cannot fit the evaluation probes past recall@5 0.709 at the penalty that generalises. This asks the
 other question: whether a standard classifier of another kind, on the same inputs, generalises better.
 Each candidate of each probe (the same pools a search builds) gets:
 
-- the shipped state features (:func:`retain.state.sam.state_features`, 38 columns), the content score, the
+- the shipped state features (:func:`retain.state.features.state_features`, 38 columns), the content score, the
   classifier's type as one-hot, whether the query is terse and log(1 + its content terms);
 - ``text`` inputs (new): three text-density columns the shipped scorer lacks: log(1 + characters),
   log(1 + canonical dates, times and amounts, :func:`retain.text.values.canonical_values`) and the share of
@@ -51,7 +51,9 @@ from sklearn.preprocessing import StandardScaler
 from retain.encoders.basis import MiniLMEncoder
 from retain.eval.sam_train import ProbeExample, probe_examples, rank_metrics, scenario_files, score_metrics
 from retain.eval.scenarios import load_scenario
-from retain.state.sam import TYPES, StateScorer, state_features
+from retain.state.candidates import TYPES
+from retain.state.features import state_features
+from retain.state.scorer import StateScorer
 from retain.text.values import canonical_values
 
 Model = Callable[[], object]

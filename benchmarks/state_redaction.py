@@ -5,7 +5,7 @@ questions, 2,000 characters per text). Each text is distinct (its own ``item <i>
 as in an agent's state, made of the same facts: a price, a flight number, a date and time, a
 booking reference and a phone number. Times one ``context`` call (``HashingEncoder``, 20 records)
 with phone-window memoisation off (every window matched afresh, as before
-``privacy._window_phones``) and on, each with a cold ``redact_text`` cache, plus ``search`` with the
+``phones.window_phones``) and on, each with a cold ``redact_text`` cache, plus ``search`` with the
 same state for scale, and checks that both redactions are identical and hold no raw phone number.
 
 ``--random-digits`` instead fills every text with fresh random 6-9 digit numbers (no window repeats:
@@ -25,7 +25,7 @@ from typing import Any
 
 from retain import HashingEncoder, Memory
 from retain.safety.redaction import redact_text, redact_value
-from retain.text import privacy
+from retain.text import phones
 
 PHONE = "+44 20 7946 0958"
 FACTS = (
@@ -69,12 +69,12 @@ def main() -> None:
     t = time.perf_counter()
     mem.search("hotel budget", namespace="n", state=state)
     print(f"search(state=BIG):                    {time.perf_counter() - t:6.2f} s")
-    memo = privacy._window_phones
+    memo = phones.window_phones
     results = []
     for label, matcher in (("memo off (before)", memo.__wrapped__), ("memo on (after)", memo)):
         redact_text.cache_clear()
         memo.cache_clear()
-        privacy._window_phones = matcher  # type: ignore[assignment]
+        phones.window_phones = matcher  # type: ignore[assignment]
         try:
             t = time.perf_counter()
             mem.context("hotel budget", namespace="n", budget_tokens=500, state=state)
@@ -82,7 +82,7 @@ def main() -> None:
             redact_text.cache_clear()
             results.append(redact_value(state)[0])
         finally:
-            privacy._window_phones = memo
+            phones.window_phones = memo
     same = results[0] == results[1]
     leaked = PHONE in repr(results[1])
     print(f"redactions identical: {same}; raw phone number left: {leaked}; memo {memo.cache_info()}")

@@ -34,7 +34,7 @@ from retain.safety.handoff import Handoff
 from retain.safety.integrity import ForgetReport, RetentionReport
 from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder, StatePerceiver
-from retain.state.sam import StateScorer
+from retain.state.scorer import StateScorer
 from retain.store import RecordFilter, SQLiteStore, Store
 from retain.store.base import Edge, EdgeType
 from retain.text.classify import classify, classify_with_reason

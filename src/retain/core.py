@@ -26,7 +26,8 @@ from retain.retention.budget import Budget, HotSet, eviction_entries, is_mandato
 from retain.retrieval.fusion import LinearFusion
 from retain.safety.observe import observed, offered
 from retain.state.agent import StateEncoder
-from retain.state.sam import CandidateMemo, StateScorer
+from retain.state.candidates import CandidateMemo
+from retain.state.scorer import StateScorer
 from retain.store.base import ALL_RECORDS, AuditEntry, RecordFilter, Store
 from retain.store.sqlite import SQLiteStore
 

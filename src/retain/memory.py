@@ -35,7 +35,7 @@ from retain.safety.integrity import ForgetReport, RetentionReport
 from retain.sequence import segments, timeline
 from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder
-from retain.state.sam import StateScorer
+from retain.state.scorer import StateScorer
 from retain.store.base import HOT_TIERS, Edge, EdgeType, RecordFilter, Store
 from retain.store.sqlite import SQLiteStore
 
@@ -57,7 +57,7 @@ class Memory:
         utility: EMBER utility model predicting P(needed later), the ``importance`` of new records;
             default the shipped model when the budget policy ranks by utility, else none (0.5).
         state_scorer: the state-adaptive scorer used when a search carries an agent state
-            (:class:`~retain.state.sam.StateScorer`); default the shipped model; False = never state-adaptive.
+            (:class:`~retain.state.scorer.StateScorer`); default the shipped model; False = never state-adaptive.
         create_dirs: create the missing folders of ``path`` (``mkdir -p``); default False.
 
     Raises:
@@ -434,7 +434,7 @@ class Memory:
             k: number of hits (>= 1). config: a :class:`SearchConfig` or a preset name. types, tiers,
                 start, end, include_superseded: filters (default: hot tiers, current records).
             threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
-            state: the agent's task state: state-adaptive ranking (:mod:`retain.state.sam`).
+            state: the agent's task state: state-adaptive ranking (:mod:`retain.state.scorer`).
             allow_raw: records as stored; default False returns redacted copies.
             time_aware, now: boost records dated in a time range the query names (read at ``now``, UTC).
             expand: graph expansion of the top hits; window: neighbouring turns of each hit.

@@ -9,8 +9,9 @@ import pytest
 
 from retain.config import MemoryConfig
 from retain.encoders.basis import HashingEncoder
-from retain.ingest.conflict import Relation, decide, negated_terms, value_slots
+from retain.ingest.conflict import Relation, decide
 from retain.ingest.draft import NewMemory
+from retain.ingest.signals import negated_terms, value_slots
 from retain.memory import Memory
 from retain.record import MemoryRecord, MemoryType, Tier, new_id
 from retain.text.cues import correction_cues, explicit_cues

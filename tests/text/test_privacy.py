@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retain.errors import InvalidInput
-from retain.text.privacy import Finding, contains_sensitive, detect, redact
+from retain.text.findings import Finding
+from retain.text.privacy import contains_sensitive, detect, redact
 
 _JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 

@@ -229,7 +229,7 @@ def train_sam(
         ),
     ] = "predicted",
 ) -> None:
-    """Fit the state-adaptive scorer (retain.state.sam) on scenario probes; report cross-validated (5 folds
+    """Fit the state-adaptive scorer (retain.state.scorer) on scenario probes; report cross-validated (5 folds
     by scenario) and held-out recall@5/10 and MRR against content-only ranking on the same pools."""
     from retain.eval.sam_train import (
         TRAIN_TYPES,
@@ -240,7 +240,7 @@ def train_sam(
         training_examples,
     )
     from retain.eval.streams import CachingEncoder
-    from retain.state.sam import train_state_scorer
+    from retain.state.training import train_state_scorer
 
     if train_types not in TRAIN_TYPES:
         raise typer.BadParameter(f"{train_types!r}: use one of {', '.join(TRAIN_TYPES)}", param_hint="--train-types")

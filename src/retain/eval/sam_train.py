@@ -1,20 +1,19 @@
-"""Training and cross-validated evaluation of the state-adaptive scorer (:mod:`retain.state.sam`).
+"""Training and cross-validated evaluation of the state-adaptive scorer (:mod:`retain.state.scorer`).
 
-Each probe of a ``retain-scenario/1`` file becomes one :class:`~retain.state.sam.SamExample`: the scenario is
-replayed into a fresh :class:`~retain.Memory` (events added in order with their role, time, position
-and the agent state at the event; ``gold`` is never read), and at the probe the candidate pool is built
-exactly as :meth:`retain.Memory.search` builds it for a state-carrying search. Labels are the probe's
-``needed`` events. Scoring figures count needed events missing from the pool as misses.
+Each probe of a ``retain-scenario/1`` file becomes one :class:`~retain.state.training.SamExample`: the
+scenario is replayed into a fresh :class:`~retain.Memory` (events added in order with their role, time,
+position and the agent state at the event; ``gold`` is never read), and at the probe the candidate pool
+is built exactly as :meth:`retain.Memory.search` builds it for a state-carrying search. Labels are the
+probe's ``needed`` events. Scoring figures count needed events missing from the pool as misses.
 
-Types. A candidate's type at search time is what the rule classifier (:mod:`retain.text.classify`) said when
-the record was written; on the training files it agrees with ``gold.type`` for about 72% of the pool
-candidates. Fitted on those types, the scorer learns to trust a type as far as the classifier is right
-*on the training files*. :func:`gold_typed` gives the same examples with each candidate's ``gold.type``
-instead (the classifier's type where an event has no gold key); ``train_types="gold"`` fits on them
-(teacher forcing: the answer key of the training files, which fitting may read). Scoring always uses
-the classifier's types, as a search does. The default is ``"predicted"``: over the 67 training files
-(5-fold by scenario, scored on the classifier's types) fitting on gold types gave recall@5 0.593
-against 0.613, since the scorer then trusts types more than the classifier earns.
+Types. A candidate's type at search time is what the rule classifier (:mod:`retain.text.classify`) said
+when the record was written, which can differ from the event's ``gold.type``. Fitted on those types,
+the scorer learns to trust a type as far as the classifier is right *on the training files*.
+:func:`gold_typed` gives the same examples with each candidate's ``gold.type`` instead (the
+classifier's type where an event has no gold key); ``train_types="gold"`` fits on them (teacher
+forcing: the answer key of the training files, which fitting may read). Scoring always uses the
+classifier's types, as a search does. The default is ``"predicted"``: a scorer fitted on gold types
+trusts types more than the classifier earns, and ranks worse when scored on the classifier's types.
 """
 
 from __future__ import annotations
@@ -37,7 +36,9 @@ from retain.retrieval.fusion import PRESETS
 from retain.retrieval.pool import candidates, sam_inputs, state_pool
 from retain.retrieval.search import fuse
 from retain.state.agent import AgentState
-from retain.state.sam import TYPES, SamExample, StateScorer, train_state_scorer
+from retain.state.candidates import TYPES
+from retain.state.scorer import StateScorer
+from retain.state.training import SamExample, train_state_scorer
 from retain.store.base import HOT_TIERS, RecordFilter
 from retain.text.lexical import is_terse
 
@@ -62,7 +63,7 @@ TRAIN_TYPES: tuple[TrainTypes, ...] = ("gold", "predicted")
 class ProbeExample:
     """A :class:`SamExample` with what the figures need: the pool's event ids, all needed event ids.
 
-    ``gold_types`` ((n,) intp index into :data:`retain.state.sam.TYPES`, one per candidate) is each pool
+    ``gold_types`` ((n,) intp index into :data:`retain.state.candidates.TYPES`, one per candidate) is each pool
     event's ``gold.type``, the classifier's type where the event has none; ``example`` carries the
     classifier's types."""
 

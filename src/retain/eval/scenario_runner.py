@@ -91,7 +91,7 @@ def content_retriever(memory: Memory, namespace: str, query: str, state: Mapping
 
 def state_retriever(memory: Memory, namespace: str, query: str, state: Mapping[str, Any], k: int) -> list[Hit]:
     """State-adaptive :meth:`Memory.search`: the probe's task state drives the ranking with the query
-    (:mod:`retain.state.sam`)."""
+    (:mod:`retain.state.scorer`)."""
     return memory.search(query, namespace=namespace, k=k, state=state or None)
 
 

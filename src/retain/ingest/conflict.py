@@ -1,20 +1,8 @@
 """Conflicts between a new record and what is already stored: paraphrase, update, or new.
 
 No LLM is needed. A new record is compared with its nearest current records (dense and lexical
-neighbours within the namespace) on four signals:
-
-* **subject overlap**: do they talk about the same slot? Share of content terms in common
-  (stopwords removed, Latin words truncated to 5 characters as a crude stemmer, CJK as character
-  bigrams), plus shared identifiers (codes with digits such as "CR-22741", "payments.spec.ts");
-* **aligned value change**: a number of the old record is gone and a new number stands in the
-  same slot, i.e. the words around the two numbers overlap ("for 5 years" -> "for 6 years",
-  "budget is 35,000" -> "budget is 38,500", "一共5个人" -> "一共6个人"). Numbers that merely
-  appear in one record and not the other (a computation, a listing) are no change;
-* **correction cues** in the new record: "actually", "switched to", "改成", ...
-  (:func:`retain.text.cues.correction_cues`). A cue that the old record already carries ("retracted"
-  after a retraction notice) is an echo, not a correction of it;
-* **negation flip**: "X, not Y" / "not Y:" where Y is said in the old record ("it's orders.spec.ts,
-  not payments" against "the payments tests flake").
+neighbours within the namespace) on four signals (:mod:`retain.ingest.signals`): subject overlap,
+an aligned value change, correction cues and a negation flip.
 
 Decision (first that applies):
 
@@ -49,20 +37,35 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import math
 import re
 from collections.abc import Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from retain.ingest.signals import (
+    adopted,
+    aligned_change,
+    candidate_terms,
+    cue_sentences,
+    destinations,
+    explicit_sentences,
+    is_latin,
+    may_update,
+    names_retracted,
+    negated_terms,
+    retracted_items,
+    stem,
+    subject_terms,
+    term_overlap,
+    value_slots,
+)
 from retain.record import MemoryRecord, MemoryType
 from retain.store.base import RecordFilter, Store
-from retain.text.cues import correction_cues, explicit_cues, has_cue, mentions_cue
-from retain.text.lexical import STOPWORDS, index_terms, query_terms
+from retain.text.cues import correction_cues, explicit_cues
+from retain.text.lexical import query_terms
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -72,10 +75,6 @@ __all__ = [
     "Relation",
     "decide",
     "find_updates",
-    "negated_terms",
-    "subject_terms",
-    "value_slots",
-    "values",
 ]
 
 
@@ -89,93 +88,8 @@ class Relation(enum.StrEnum):
 
 # Cues naming an event the old record may itself report (then they echo it rather than correct it).
 _ECHO = re.compile(r"^(retract|switch|moved|changed|cleared)", re.IGNORECASE)
-_NEGATION = re.compile(
-    r"(?:^|[,;(]\s*|\bit'?s\s+)not ([\w.\-/]+)(?:\s+[a-z]{1,3})?(?=\s*[.,:;!)]|\s*$)", re.IGNORECASE | re.MULTILINE
-)
-_NUMBER = re.compile(r"\d+(?:[.,:/]\d+)*(?:月\d+[日号])?")
-_DATE = re.compile(r"^\d+月\d+[日号]$")
-# A number right after one of these names a thing (parcel number 137, order #12), or right after the
-# one word that opens the text ("Note 4: ..."), it is no value.
-_ID_BEFORE = re.compile(
-    r"(?:\b(?:number|no|nr|id|ticket|order|parcel|case|issue|invoice|room|flight|seat|step|item|part|page|row|"
-    r"line|chapter|version|v|note|entry|task|option|lesson|section|figure|table|question|point|episode|"
-    r"platform|gate|test|run|build|job|batch|ref)\.?|#|第)\s*$|^\s*[A-Z][a-z]+\s*$|\d-$",
-    re.IGNORECASE,
-)
-_CJK_STOP = frozenset("的了是在我你他她它们和也都就要吧呢啊吗这那有还")
-_DESTINATION = re.compile(r"\b(?:to|for)\s+([^\d.,;:!?\n]{2,40})(?=[.,;:!?\n]|$)")
-_IDENT = re.compile(r"\b(?=[\w.\-/]*\d)(?=[\w.\-/]*[A-Za-z])[\w][\w.\-/]{2,}\b|\b[\w\-]+\.[a-z]{1,4}\b")
-_LATIN = re.compile(r"[a-z]")
-_WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-_CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
-_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
-_LABEL_END = re.compile(r"\s*(?:$|[:;,)\]]|[.!?](?:\s|$)|\s+[^\W\d_]+=)")
-_RETRACTION = re.compile(r"\b(?:retracted|withdrawn|cancell?ed|recalled|discontinued)\b", re.IGNORECASE)
 _RETRACTION_NEWS = re.compile(r"\b(?:retract|withdr[ae]w|cancel|recall|discontinu)\w*", re.IGNORECASE)
 _ARITHMETIC = re.compile(r"\d\s*[×x*=]\s*\d|\d\s*\+\s*\d")
-
-
-def negated_terms(text: str) -> set[str]:
-    """Stemmed words a negation in ``text`` rejects: "orders.spec.ts, not payments." -> {"payme"};
-    "Not TZ: ..." -> {"tz"}. Only a negated word at a clause end or before a colon counts."""
-    return {_stem(m.group(1).lower()) for m in _NEGATION.finditer(text)}
-
-
-def values(text: str) -> set[str]:
-    """Numbers in ``text`` with thousands separators removed ("4,200" -> "4200")."""
-    return {_norm(m.group(0)) for m in _NUMBER.finditer(text)}
-
-
-def value_slots(text: str, window: int = 3) -> dict[str, set[str]]:
-    """Each number of ``text`` (normalised as in :func:`values`) with its slot: the stemmed words
-    within ``window`` words on either side (CJK: the characters within ``window`` characters), plus
-    "#date" for a CJK month-day date and "#id" for a number naming a thing ("parcel number 137")."""
-    slots: dict[str, set[str]] = {}
-    for m in _NUMBER.finditer(text):
-        left = text[max(0, m.start() - 60) : m.start()]
-        right = text[m.end() : m.end() + 60]
-        ctx = set(_context_words(left)[-window:]) | set(_context_words(right)[:window])
-        ctx |= set(_CJK_CHAR.findall(left[-window:])) | set(_CJK_CHAR.findall(right[:window]))
-        ctx -= _CJK_STOP  # function characters (了, 的, ...) share no slot
-        if _DATE.match(m.group(0)):
-            ctx.add("#date")
-        if _ID_BEFORE.search(left) or _is_label(left, right):
-            ctx.add("#id")
-        slots.setdefault(_norm(m.group(0)), set()).update(ctx)
-    return slots
-
-
-def _is_label(left: str, right: str) -> bool:
-    """A number right after a content word and closing its clause ("distractor turn 5", "Tracking check
-    3: ...") labels a thing; a quantity is followed by its unit or object ("for 6 years")."""
-    before = _WORD.findall(left[-40:])
-    if not before or left[-1:] not in (" ",) or before[-1].lower() in STOPWORDS:
-        return False
-    return bool(_LABEL_END.match(right))
-
-
-def subject_terms(text: str) -> set[str]:
-    """Content terms: index terms minus stopwords and bare numbers; Latin words cut to 5 characters
-    (truncation stemming: "registration" and "registering" meet as "regis"); identifiers kept whole."""
-    out = set()
-    for term in index_terms(text):
-        if term in STOPWORDS or term.isdigit() or term in _CJK_STOP or (len(term) < 2 and not _CJK_CHAR.match(term)):
-            continue
-        out.add(_stem(term))
-    out.update(m.group(0).lower() for m in _IDENT.finditer(text))
-    return out
-
-
-def _norm(number: str) -> str:
-    return re.sub(r"[.,](?=\d{3}\b)", "", number)
-
-
-def _stem(term: str) -> str:
-    return term[:5] if _LATIN.match(term) else term
-
-
-def _context_words(text: str) -> list[str]:
-    return [_stem(w.lower()) for w in _WORD.findall(text) if w.lower() not in STOPWORDS and not _CJK_CHAR.match(w)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,61 +168,67 @@ class ConflictJudge(Protocol):
         ...
 
 
-def _overlap(a: AbstractSet[str], b: AbstractSet[str]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / min(len(a), len(b))
+@dataclass(frozen=True, slots=True)
+class _NewRecord:
+    """What :func:`decide` reads of the new record, worked out once and shared by every candidate.
+
+    Attributes:
+        cues: its live correction cues (emptied for a thought repeating a change already stated).
+        can_update: it states something (not a passive role, not a question).
+        reflective: it is the agent's own reasoning (``policy.reflective_roles``).
+        terms: :func:`subject_terms` of the whole text; cue_terms: of its cue sentences.
+        negated: :func:`negated_terms`; slots: :func:`value_slots`; computed: it shows arithmetic.
+        cue_values: the values its cue sentences state.
+        explicit: its explicit cues; explicit_terms: subject terms of their sentences.
+        retracted: value slots of its retraction sentences (:func:`retracted_items`).
+        destinations: what its cue sentences switch to (:func:`destinations`).
+    """
+
+    cues: tuple[str, ...]
+    can_update: bool
+    reflective: bool
+    terms: set[str]
+    cue_terms: set[str]
+    negated: set[str]
+    slots: dict[str, set[str]]
+    computed: bool
+    cue_values: set[str]
+    explicit: tuple[str, ...]
+    explicit_terms: set[str]
+    retracted: dict[str, set[str]]
+    destinations: list[set[str]]
 
 
-def _aligned_change(new: dict[str, set[str]], old: dict[str, set[str]]) -> list[tuple[str, str]]:
-    """(old value, new value) pairs where an old number is gone and a new one shares its slot;
-    none when the two name different things (parcel number 136 vs parcel number 137)."""
-    new_ids = {v for v, ctx in new.items() if "#id" in ctx}
-    old_ids = {v for v, ctx in old.items() if "#id" in ctx}
-    if new_ids and old_ids and not new_ids & old_ids:
-        return []
-    gone = [v for v in old if v not in new]
-    came = [v for v in new if v not in old]
-    return [(o, n) for o in gone for n in came if old[o] & new[n] and "#id" not in old[o] | new[n]]
-
-
-def _destinations(cue_text: str) -> list[set[str]]:
-    """Subject terms of what the cue sentences ``cue_text`` (:func:`_cue_sentences`) switch *to*
-    ("switch to the oiled oak block"); :func:`decide` drops an old record that already says one of
-    them (:func:`_adopted`)."""
-    return [dest for m in _DESTINATION.finditer(cue_text) if (dest := subject_terms(m.group(1)))]
-
-
-def _adopted(destinations: Sequence[set[str]], old_terms: AbstractSet[str]) -> bool:
-    """True when the old record already says what the new one switches to (``destinations``, from
-    :func:`_destinations`): it proposed the new state rather than contradicting it."""
-    return any(dest <= old_terms for dest in destinations)
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _old_terms(text: str) -> frozenset[str]:
-    """:func:`subject_terms` of a candidate's text, memoised: a record is a candidate of many new ones."""
-    return frozenset(subject_terms(text))
-
-
-@functools.lru_cache(maxsize=1024)
-def _retracted_items(text: str) -> dict[str, set[str]]:
-    """Value slots (:func:`value_slots`) of the sentences of ``text`` that report a retraction."""
-    sentences = [m.group(0) for m in _SENTENCE.finditer(text) if _RETRACTION.search(m.group(0))]
-    return value_slots(" ".join(sentences)) if sentences else {}
-
-
-def _names_retracted(retracted: dict[str, set[str]], old_slots: dict[str, set[str]]) -> list[str]:
-    """Values the old record holds in a context sharing a term with the retraction's context."""
-    return sorted(v for v, ctx in retracted.items() if v in old_slots and ctx & old_slots[v])
-
-
-def _cue_sentences(text: str) -> str:
-    return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if has_cue(s.group(0)))
-
-
-def _explicit_sentences(text: str) -> str:
-    return " ".join(s.group(0) for s in _SENTENCE.finditer(text) if explicit_cues(s.group(0)))
+def _read_new(
+    new: MemoryRecord, candidates: Sequence[tuple[MemoryRecord, float]], policy: ConflictPolicy
+) -> _NewRecord:
+    """The :class:`_NewRecord` of ``new``; ``candidates`` tell whether a thought's change was already stated."""
+    text = new.content
+    cues = tuple(correction_cues(text))
+    reflective = new.role in policy.reflective_roles
+    cue_text = cue_sentences(text)
+    cue_terms = subject_terms(cue_text) if cues else set()
+    cue_values = set(value_slots(cue_text)) if cues else set()
+    explicit = tuple(explicit_cues(text)) if cues else ()
+    if reflective and cue_values:  # a thought repeating a change someone else already stated
+        stated = (set(value_slots(o.content)) for o, _ in candidates if o.role not in policy.reflective_roles)
+        if any(cue_values <= vals for vals in stated):
+            cues = ()
+    return _NewRecord(
+        cues=cues,
+        can_update=new.role not in policy.passive_roles and not text.rstrip().endswith(("?", "？")),
+        reflective=reflective,
+        terms=subject_terms(text),
+        cue_terms=cue_terms,
+        negated=negated_terms(text),
+        slots=value_slots(text),
+        computed=bool(_ARITHMETIC.search(text)),
+        cue_values=cue_values,
+        explicit=explicit,
+        explicit_terms=subject_terms(explicit_sentences(text)) if explicit else set(),
+        retracted=retracted_items(text),
+        destinations=destinations(cue_text),
+    )
 
 
 def decide(
@@ -321,105 +241,21 @@ def decide(
     """Classify ``new`` against ``candidates`` (current records of its namespace with their cosine
     to ``new``, any order). See the module docstring for the rules. Pure; no I/O apart from what
     ``judge`` does. Candidates of another namespace, superseded ones and ``new`` itself are ignored."""
-    text = new.content
-    cues = tuple(correction_cues(text))
-    can_update = new.role not in policy.passive_roles and not text.rstrip().endswith(("?", "？"))
-    reflective = new.role in policy.reflective_roles
-    new_terms = subject_terms(text)
-    cue_text = _cue_sentences(text)
-    cue_terms = subject_terms(cue_text) if cues else set()
-    negated = negated_terms(text)
-    new_slots = value_slots(text)
-    computed = bool(_ARITHMETIC.search(text))
-    cue_values = set(value_slots(cue_text)) if cues else set()
-    explicit = tuple(explicit_cues(text)) if cues else ()
-    explicit_terms = subject_terms(_explicit_sentences(text)) if explicit else set()
-    retracted = _retracted_items(text)
-    if reflective and cue_values:  # a thought repeating a change someone else already stated
-        stated = (set(value_slots(o.content)) for o, _ in candidates if o.role not in policy.reflective_roles)
-        if any(cue_values <= vals for vals in stated):
-            cues = ()
+    facts = _read_new(new, candidates, policy)
     best: ConflictDecision | None = None
     held: ConflictDecision | None = None  # the best update the hard-constraint rule refused
-    destinations = _destinations(cue_text)  # once, not per candidate
     for old, cos in candidates:
         if old.id == new.id or old.namespace != new.namespace or not old.is_current:
             continue
-        old_terms = _old_terms(old.content)
-        old_slots = value_slots(old.content)
-        overlap = _overlap(new_terms, old_terms)
-        changed = bool(new_slots and old_slots and set(new_slots) != set(old_slots))
-        if cos >= policy.paraphrase_cos and not changed and not cues:
-            decision = ConflictDecision(
-                Relation.PARAPHRASE, old, overlap, cos, cues, f"paraphrase (cos {cos:.2f})", (), 10.0 + cos
-            )
-        elif (
-            not can_update
-            or (reflective and old.role not in policy.reflective_roles)
-            or _adopted(destinations, old_terms)
-        ):
+        decision, refused = _classify(new, facts, old, cos, policy)
+        if decision is None:
             continue
-        else:
-            old_terms_all = old_terms | {w[:2] for w in old_terms if _LATIN.match(w)} | set(old_slots)
-            live = [c for c in cues if not (_ECHO.match(c) and _stem(c.split()[0]) in old_terms)]
-            live_set = set(live)
-            flip = sorted(w for w in negated if w in old_terms_all)
-            aligned = [] if computed else _aligned_change(new_slots, old_slots)
-            restated = bool(cue_values) and cue_values <= set(old_slots)
-            cue_overlap = max(overlap, _overlap(cue_terms, old_terms)) if live else 0.0
-            signals: list[str] = []
-            if live and _cue_rule(cue_overlap, cos, restated=restated, policy=policy):
-                signals.append("cue")
-            if flip and overlap >= policy.min_overlap:
-                signals.append("negation")
-            same_subject = len(new_terms ^ old_terms) <= policy.max_new_terms  # "Bob is 31" is not "Alice is 30"
-            if aligned and (
-                (cos >= policy.value_cos and overlap >= policy.value_overlap and same_subject)
-                or (live and cos >= policy.min_cos_update)
-            ):
-                signals.append("value")
-            reports_it = bool(_RETRACTION_NEWS.search(old.content))  # the notice itself, not the item
-            named = _names_retracted(retracted, old_slots) if retracted and not reflective and not reports_it else []
-            if named:
-                signals.append("retraction")
-            if not signals:
-                continue
-            # A hard constraint yields only to an explicit correction: a cue opening a sentence or
-            # clause whose sentence is about it, or such a cue with an aligned value change.
-            refused = old.type is MemoryType.HARD_CONSTRAINT and not _explicit_correction(
-                [c for c in explicit if c in live_set],
-                max(overlap, _overlap(explicit_terms, old_terms)),
-                cos,
-                restated=restated,
-                value="value" in signals,
-                policy=policy,
-            )
-            evidence = []
-            if named:
-                evidence.append(f"retracts {named}")
-            if live:
-                evidence.append(f"cues {live}")
-            if flip:
-                evidence.append(f"negates {flip}")
-            if aligned:
-                evidence.append("values " + ", ".join(f"{o} -> {n}" for o, n in aligned[:3]))
-            rank = overlap + cos + (0.5 if aligned else 0.0) + (0.5 if flip else 0.0) + 0.25 * (old.role == new.role)
-            decision = ConflictDecision(
-                Relation.UPDATE,
-                old,
-                overlap,
-                cos,
-                cues,
-                f"update ({'+'.join(signals)}): {'; '.join(evidence)}; overlap {overlap:.2f}, cos {cos:.2f}",
-                tuple(signals),
-                rank,
-            )
-            if refused:
-                if held is None or decision.rank > held.rank:
-                    held = dataclasses.replace(
-                        decision, reason=f"refused, hard constraint without an explicit correction: {decision.reason}"
-                    )
-                continue
+        if refused:
+            if held is None or decision.rank > held.rank:
+                held = dataclasses.replace(
+                    decision, reason=f"refused, hard constraint without an explicit correction: {decision.reason}"
+                )
+            continue
         if best is not None and decision.rank <= best.rank:
             continue
         if judge is not None and not judge.confirm(new, old, decision.relation):
@@ -427,10 +263,100 @@ def decide(
         best = decision
     if held is not None and (best is None or held.rank > best.rank):
         # The proposal was about the constraint: no weaker candidate takes its place.
-        return ConflictDecision(Relation.NEW, None, 0.0, 0.0, cues, "hard constraint kept", held=held)
+        return ConflictDecision(Relation.NEW, None, 0.0, 0.0, facts.cues, "hard constraint kept", held=held)
     if best is None:
-        return ConflictDecision(Relation.NEW, None, 0.0, 0.0, cues, "no conflicting record")
+        return ConflictDecision(Relation.NEW, None, 0.0, 0.0, facts.cues, "no conflicting record")
     return best
+
+
+def _classify(
+    new: MemoryRecord, facts: _NewRecord, old: MemoryRecord, cos: float, policy: ConflictPolicy
+) -> tuple[ConflictDecision | None, bool]:
+    """The paraphrase or update decision of ``new`` against one current candidate ``old`` (None when
+    neither applies), and whether the hard-constraint rule refused that update."""
+    old_terms = candidate_terms(old.content)
+    old_slots = value_slots(old.content)
+    overlap = term_overlap(facts.terms, old_terms)
+    changed = bool(facts.slots and old_slots and set(facts.slots) != set(old_slots))
+    if cos >= policy.paraphrase_cos and not changed and not facts.cues:
+        reason = f"paraphrase (cos {cos:.2f})"
+        return ConflictDecision(Relation.PARAPHRASE, old, overlap, cos, facts.cues, reason, (), 10.0 + cos), False
+    if (
+        not facts.can_update
+        or (facts.reflective and old.role not in policy.reflective_roles)
+        or adopted(facts.destinations, old_terms)
+    ):
+        return None, False
+    return _update(new, facts, old, cos, old_terms, old_slots, overlap, policy)
+
+
+def _update(
+    new: MemoryRecord,
+    facts: _NewRecord,
+    old: MemoryRecord,
+    cos: float,
+    old_terms: frozenset[str],
+    old_slots: dict[str, set[str]],
+    overlap: float,
+    policy: ConflictPolicy,
+) -> tuple[ConflictDecision | None, bool]:
+    """The update rules of :func:`decide` for one candidate: the decision when a signal fires (None
+    otherwise), and whether a hard constraint refuses it for want of an explicit correction."""
+    old_terms_all = old_terms | {w[:2] for w in old_terms if is_latin(w)} | set(old_slots)
+    live = [c for c in facts.cues if not (_ECHO.match(c) and stem(c.split()[0]) in old_terms)]
+    flip = sorted(w for w in facts.negated if w in old_terms_all)
+    aligned = [] if facts.computed else aligned_change(facts.slots, old_slots)
+    restated = bool(facts.cue_values) and facts.cue_values <= set(old_slots)
+    cue_overlap = max(overlap, term_overlap(facts.cue_terms, old_terms)) if live else 0.0
+    signals: list[str] = []
+    if live and _cue_rule(cue_overlap, cos, restated=restated, policy=policy):
+        signals.append("cue")
+    if flip and overlap >= policy.min_overlap:
+        signals.append("negation")
+    same_subject = len(facts.terms ^ old_terms) <= policy.max_new_terms  # "Bob is 31" is not "Alice is 30"
+    if aligned and (
+        (cos >= policy.value_cos and overlap >= policy.value_overlap and same_subject)
+        or (live and cos >= policy.min_cos_update)
+    ):
+        signals.append("value")
+    reports_it = bool(_RETRACTION_NEWS.search(old.content))  # the notice itself, not the item
+    retracts = facts.retracted and not facts.reflective and not reports_it
+    named = names_retracted(facts.retracted, old_slots) if retracts else []
+    if named:
+        signals.append("retraction")
+    if not signals:
+        return None, False
+    # A hard constraint yields only to an explicit correction: a cue opening a sentence or
+    # clause whose sentence is about it, or such a cue with an aligned value change.
+    live_set = set(live)
+    refused = old.type is MemoryType.HARD_CONSTRAINT and not _explicit_correction(
+        [c for c in facts.explicit if c in live_set],
+        max(overlap, term_overlap(facts.explicit_terms, old_terms)),
+        cos,
+        restated=restated,
+        value="value" in signals,
+        policy=policy,
+    )
+    evidence = _evidence(named, live, flip, aligned)
+    rank = overlap + cos + (0.5 if aligned else 0.0) + (0.5 if flip else 0.0) + 0.25 * (old.role == new.role)
+    reason = f"update ({'+'.join(signals)}): {'; '.join(evidence)}; overlap {overlap:.2f}, cos {cos:.2f}"
+    return ConflictDecision(Relation.UPDATE, old, overlap, cos, facts.cues, reason, tuple(signals), rank), refused
+
+
+def _evidence(
+    named: Sequence[str], live: Sequence[str], flip: Sequence[str], aligned: Sequence[tuple[str, str]]
+) -> list[str]:
+    """The evidence clauses of an update's reason: retracted items, cues, negated terms, value changes."""
+    evidence = []
+    if named:
+        evidence.append(f"retracts {named}")
+    if live:
+        evidence.append(f"cues {live}")
+    if flip:
+        evidence.append(f"negates {flip}")
+    if aligned:
+        evidence.append("values " + ", ".join(f"{o} -> {n}" for o, n in aligned[:3]))
+    return evidence
 
 
 def _explicit_correction(
@@ -495,7 +421,7 @@ def find_updates(
     for rec in records:
         if rec.embedding is None or "split_group" in rec.metadata:
             continue
-        if not _may_update(rec.content):  # no cue, number or negation: no rule of decide() can fire
+        if not may_update(rec.content):  # no cue, number or negation: no rule of decide() can fire
             earlier.append(rec)
             continue
         terms = query_terms(rec.content)
@@ -568,12 +494,6 @@ class _Earlier:
         best = sorted(weight, key=lambda j: (-weight[j], -j))[: self.window]
         picked.update(dict.fromkeys(best))
         return [self.records[j] for j in sorted(picked)]
-
-
-def _may_update(text: str) -> bool:
-    """True when ``text`` carries something an update needs: a correction cue, a number (a value
-    change) or a negated term. The three signals of :func:`decide` each need one of these."""
-    return bool(mentions_cue(text) or _NUMBER.search(text) or _NEGATION.search(text))
 
 
 def _cosine(a: MemoryRecord, b: MemoryRecord) -> float:

@@ -35,7 +35,7 @@ from retain.retrieval.graph import check_derived, edges_on_add
 from retain.safety import integrity
 from retain.safety.observe import added, observed, superseded
 from retain.safety.redaction import scrub
-from retain.state.sam import content_terms
+from retain.state.candidates import content_terms
 from retain.store.base import (
     AppendAudit,
     AuditEntry,

@@ -5,7 +5,7 @@ content fusion scores them by.
 state brings (:func:`state_pool`), the records a relation query finds, and the neighbouring turns of the
 channel hits; canaries and index summaries never enter it. :meth:`Pool.features` is what
 :class:`~retain.retrieval.fusion.LinearFusion` scores; :func:`sam_inputs` is what the state scorer
-(:mod:`retain.state.sam`) reads of the same pool. :func:`ranked_hits` turns the pool and the scores
+(:mod:`retain.state.scorer`) reads of the same pool. :func:`ranked_hits` turns the pool and the scores
 :meth:`~retain.memory.Memory.search` gives it into hits (threshold, MMR, each hit's score breakdown).
 """
 
@@ -38,7 +38,7 @@ from retain.safety.canary import drop_canaries, is_canary
 from retain.safety.redaction import redact_record
 from retain.sequence.segments import drop_index_summaries, is_index_summary
 from retain.state.agent import EncodedState
-from retain.state.sam import CandidateMemo, Candidates, candidates_from_records
+from retain.state.candidates import CandidateMemo, Candidates, candidates_from_records
 from retain.store.base import RecordFilter, ScoredId, Store
 from retain.text.lexical import index_terms, query_terms
 
@@ -324,7 +324,7 @@ def sam_inputs(
 ) -> tuple[Candidates, npt.NDArray[np.float64], int]:
     """(candidates, content scores in [0, 1], distinct query terms) for the state scorer, from the
     pool and its content fusion ``scores`` ((n,) float64, higher = more relevant); ``memo`` keeps each
-    record's candidate inputs between searches (:class:`~retain.state.sam.CandidateMemo`)."""
+    record's candidate inputs between searches (:class:`~retain.state.candidates.CandidateMemo`)."""
     raw = scores if cfg.fusion is Fusion.LEARNED else scores / max(float(scores.max()), 1e-12)
     content = np.clip(raw, 0.0, 1.0)  # the time boost may lift a fused score past 1
     newest_id = store.list_ids(namespace, RecordFilter(tiers=None), limit=1, order="recent")

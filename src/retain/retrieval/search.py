@@ -4,7 +4,7 @@
 (:func:`retain.retrieval.pool.candidates`, plus the records a state brings:
 :func:`~retain.retrieval.pool.state_pool`), scores it by content fusion (:func:`fuse`: the learned
 fusion for hybrid search, else RRF), adds the time boost (:func:`retain.text.temporal.time_boost`),
-re-ranks by agent state (:mod:`retain.state.sam`) and turns the scores into hits
+re-ranks by agent state (:mod:`retain.state.scorer`) and turns the scores into hits
 (:func:`~retain.retrieval.pool.ranked_hits`); episodes in event order, graph expansion and windows
 follow when asked. ``Memory.search`` delegates here, as do context packing and ``forget``.
 """
@@ -92,7 +92,7 @@ def search(
         threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
         state: the agent's task state (:class:`~retain.state.agent.AgentState` or a mapping in the
             scenario format). With a non-empty state the ranking is state-adaptive
-            (:mod:`retain.state.sam`): score = alpha * state_score + (1 - alpha) * content_score, alpha
+            (:mod:`retain.state.scorer`): score = alpha * state_score + (1 - alpha) * content_score, alpha
             larger for terse queries; the pool also takes the records nearest to the state, the
             core tier and the newest records. Breakdowns then add ``content``, ``state``,
             ``prior``, ``importance``, ``alpha`` and ``phase_known``.
@@ -198,7 +198,7 @@ def _request(
         raise InvalidInput(
             f"state: the state scorer works on {scorer.dim}-dim embeddings, this Memory's "
             f"encoder ({core.encoder.name}) gives {core.encoder.dim}; pass Memory(state_scorer=...) fitted "
-            "for this encoder (retain.state.sam.train_state_scorer), or state_scorer=False for content search"
+            "for this encoder (retain.state.training.train_state_scorer), or state_scorer=False for content search"
         )
     asked_k, ordering_query = k, query
     if ordered:  # the topic over a wide pool; episodes are picked later (retain.sequence.episodes)

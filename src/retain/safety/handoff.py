@@ -39,7 +39,7 @@ from typing import Any, Literal
 from retain.errors import InvalidInput
 from retain.record import MemoryRecord, MemoryType, utcnow, validate_namespace
 from retain.safety.redaction import WITHHELD_REASON, redact_record
-from retain.text.privacy import PLACEHOLDERS
+from retain.text.findings import PLACEHOLDERS
 
 __all__ = [
     "DEFAULT_RECENT",

@@ -15,7 +15,7 @@ the ways people and programs write them:
   and dotted version numbers ("1.2.3").
 
 A date or time is not read again as an amount. Pure regular expressions (no dateparser: microseconds
-per text); :func:`canonical_values` is memoised by text. SAM (:mod:`retain.state.sam`) scores how many of a
+per text); :func:`canonical_values` is memoised by text. SAM (:mod:`retain.state.scorer`) scores how many of a
 confirmed constraint's values a memory states.
 """
 

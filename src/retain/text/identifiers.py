@@ -1,0 +1,200 @@
+"""Personal identifiers found by pattern, checksum or cue: e-mail addresses, payment cards, CVVs,
+IBANs, national ids, passports, user names and IP addresses.
+
+Each ``find_*`` function is a detector (:data:`retain.text.findings.Detector`): every span of its
+kinds in a text, with character offsets. What each finds, and why, is listed in
+:mod:`retain.text.privacy`, which runs them all and resolves overlaps. ``stdnum`` is imported on first use.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator
+
+from retain.text.findings import Finding
+
+__all__ = [
+    "find_cards",
+    "find_cvvs",
+    "find_emails",
+    "find_ibans",
+    "find_ips",
+    "find_national_ids",
+    "find_passports",
+    "find_usernames",
+]
+
+_I = re.IGNORECASE
+# Word characters for boundaries, ASCII only: CJK letters are \w, yet a number may follow 号 directly.
+_NOT_AFTER = r"(?<![0-9A-Za-z_])"
+_NOT_BEFORE = r"(?![0-9A-Za-z_])"
+
+
+def _near_before(pattern: re.Pattern[str], text: str, start: int, window: int) -> bool:
+    """True when ``pattern`` matches in the ``window`` characters before ``start``, on that line."""
+    left = text[max(0, start - window) : start].rsplit("\n", 1)[-1]
+    return pattern.search(left) is not None
+
+
+# WHATWG HTML "valid e-mail address", less / = ? ' ` in the local part (they would swallow a
+# preceding "email=" or quote), with at least one dot and an alphabetic last label.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_EMAIL = re.compile(
+    rf"(?<![A-Za-z0-9.!#$%&*+^_{{|}}~-])[A-Za-z0-9!#$%&*+^_{{|}}~-]+(?:\.[A-Za-z0-9!#$%&*+^_{{|}}~-]+)*"
+    rf"@(?:{_LABEL}\.)+(?:[A-Za-z]{{2,63}}|xn--[A-Za-z0-9-]{{2,59}}){_NOT_BEFORE}"
+)
+
+
+_URL_USERINFO = re.compile(r"://[^\s/@]*:$")  # "https://user:" + "password@host" is not an address
+
+
+def find_emails(text: str) -> Iterator[Finding]:
+    """E-mail addresses (the WHATWG pattern, dotted domain); not the ``user:password@`` of a URL."""
+    for m in _EMAIL.finditer(text):
+        if _URL_USERINFO.search(text[max(0, m.start() - 200) : m.start()]):
+            continue
+        yield Finding("email", m.start(), m.end(), "pattern:whatwg_email")
+
+
+_CARD = re.compile(
+    rf"{_NOT_AFTER}(?<!-)(?:\d{{13,19}}|\d{{4}}(?P<sep>[ -])\d{{4,6}}(?P=sep)\d{{4,5}}(?:(?P=sep)\d{{1,4}}){{0,2}})"
+    rf"{_NOT_BEFORE}(?!-\d)"
+)
+_CARD_CUE = re.compile(
+    r"\b(?:card|credit|debit|visa|master ?card|amex|american express|cc)\b|卡号|银行卡|信用卡|借记卡", _I
+)
+_LINE = 10_000  # a window reaching back to the start of the line
+_TEST_CARDS = re.compile(r"\b(?:test|testing|sandbox|dummy|example|fake)\s+(?:credit\s+)?cards?\b", _I)
+_CVV = re.compile(
+    r"\b(?:cvv2?|cvc2?|csc|card security code|security code)\b\s*(?:is\b|[:=#])?\s*(\d{3,4})(?!\d)"
+    r"|安全码[：:是为]?\s*(\d{3,4})(?!\d)",
+    _I,
+)
+_IBAN = re.compile(rf"{_NOT_AFTER}[A-Z]{{2}}\d{{2}}(?: ?[A-Z0-9]){{11,30}}{_NOT_BEFORE}")
+_IBAN_CUE = re.compile(r"\bIBAN\b", _I)
+_CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dXx])")
+_CN_RIC_CUE = re.compile(
+    r"(?:身份证(?:号码?)?|\bID\s+(?:card\s+)?(?:number|no\.?))[\s:：是为]{0,4}(\d{17}[\dXx]|\d{15})(?![\dXx])", _I
+)
+_SSN = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
+_PASSPORT = re.compile(
+    r"\bpassport(?:\s+(?:number|no\.?|num|#))?\s*(?:is\b|[:=#])?\s*([A-Z]{0,2}\d{6,9})(?![0-9A-Za-z])"
+    r"|护照(?:号码?)?[\s:：是为]{0,3}([A-Z]{0,2}\d{6,9})(?![0-9A-Za-z])",
+    _I,
+)
+
+
+def find_cards(text: str) -> Iterator[Finding]:
+    """Payment card numbers: Luhn-valid 13-19 digits, or 15/16 digits after a card word; none on a
+    line about test cards."""
+    from stdnum import luhn
+
+    for m in _CARD.finditer(text):
+        if _near_before(_TEST_CARDS, text, m.start(), _LINE):
+            continue
+        digits = re.sub(r"\D", "", m.group())
+        if not 13 <= len(digits) <= 19:
+            continue
+        if luhn.is_valid(digits):
+            yield Finding("card", m.start(), m.end(), "stdnum.luhn")
+        elif len(digits) in (15, 16) and _near_before(_CARD_CUE, text, m.start(), 30):
+            yield Finding("card", m.start(), m.end(), "cue:card")
+
+
+def find_cvvs(text: str) -> Iterator[Finding]:
+    """The 3-4 digits after CVV / CVC / CSC / security code / 安全码 (the value only)."""
+    for m in _CVV.finditer(text):
+        group = 1 if m.group(1) is not None else 2
+        yield Finding("cvv", m.start(group), m.end(group), "cue:cvv")
+
+
+def find_ibans(text: str) -> Iterator[Finding]:
+    """IBANs valid by ``stdnum.iban``, or IBAN-shaped right after the word "IBAN"."""
+    from stdnum import iban
+
+    for m in _IBAN.finditer(text):
+        candidate = m.group()
+        # The pattern may run on into a following upper-case word: try whole groups, longest first.
+        cuts = [len(candidate)] + [i for i in range(len(candidate) - 1, 14, -1) if candidate[i] == " "]
+        valid = next((cut for cut in cuts if iban.is_valid(candidate[:cut])), None)
+        if valid is not None:
+            yield Finding("iban", m.start(), m.start() + valid, "stdnum.iban")
+        elif _near_before(_IBAN_CUE, text, m.start(), 15):
+            groups = candidate.split(" ")
+            while len(groups) > 1 and groups[-1].isalpha():
+                groups.pop()
+            yield Finding("iban", m.start(), m.start() + len(" ".join(groups)), "cue:iban")
+
+
+def find_national_ids(text: str) -> Iterator[Finding]:
+    """Chinese resident ids (checksum, or after 身份证 / "ID number") and US SSNs."""
+    from stdnum.cn import ric
+    from stdnum.us import ssn
+
+    for m in _CN_RIC.finditer(text):
+        if ric.is_valid(m.group()):
+            yield Finding("national_id", m.start(), m.end(), "stdnum.cn.ric")
+    for m in _CN_RIC_CUE.finditer(text):
+        yield Finding("national_id", m.start(1), m.end(1), "cue:national_id")
+    for m in _SSN.finditer(text):
+        if ssn.is_valid(m.group()):
+            yield Finding("national_id", m.start(), m.end(), "stdnum.us.ssn")
+
+
+_USERNAME = re.compile(
+    r"\b(?:user ?name|user ?id|login (?:name|id))\b\s*(?:is\b|[:=])?\s*"
+    r"([A-Za-z0-9][A-Za-z0-9._@-]{2,63})(?![0-9A-Za-z])"
+    r"|(?:用户名|账号)[\s:：是为]{0,3}([A-Za-z0-9][A-Za-z0-9._@-]{2,63})(?![0-9A-Za-z])",
+    _I,
+)
+
+
+def find_usernames(text: str) -> Iterator[Finding]:
+    """Identifier-shaped login names (a digit, ``.``, ``_`` or ``@`` in them) after a username cue."""
+    for m in _USERNAME.finditer(text):
+        group = 1 if m.group(1) is not None else 2
+        value = m.group(group).rstrip(".-")
+        if any(ch.isdigit() or ch in "._@" for ch in value):
+            yield Finding("username", m.start(group), m.start(group) + len(value), "cue:username")
+
+
+def find_passports(text: str) -> Iterator[Finding]:
+    """Passport numbers (6-9 digits, up to two letters first) after "passport" / 护照."""
+    for m in _PASSPORT.finditer(text):
+        group = 1 if m.group(1) is not None else 2
+        yield Finding("passport", m.start(group), m.end(group), "cue:passport")
+
+
+# ASCII word characters only: CJK text runs into addresses without spaces ("IPは10.0.0.1です").
+_IP_CANDIDATE = re.compile(r"(?<![0-9A-Za-z_.:])[0-9A-Fa-f]*[.:][0-9A-Fa-f.:]+(?![0-9A-Za-z_])")
+
+
+_VERSION_CUE = re.compile(r"(?:\b(?:version|ver|release|build|v)|バージョン|版本|ビルド|リリース)\W{0,2}$", _I)
+
+
+def find_ips(text: str) -> Iterator[Finding]:
+    """IPv4 / IPv6 addresses (``host:port`` allowed); not loopback, unspecified, link-local,
+    multicast, nor a version number."""
+    for m in _IP_CANDIDATE.finditer(text):
+        token = m.group().rstrip(".:")
+        host = token
+        address: ipaddress.IPv4Address | ipaddress.IPv6Address | None = None
+        try:
+            address = ipaddress.ip_address(token)
+        except ValueError:
+            if token.count(":") == 1:  # host:port
+                host = token.split(":", 1)[0]
+                try:
+                    address = ipaddress.IPv4Address(host)
+                except ValueError:
+                    address = None
+        if address is None or address.is_loopback or address.is_unspecified:
+            continue
+        if _VERSION_CUE.search(text[max(0, m.start() - 12) : m.start()]):
+            continue
+        if address.version == 6 and sum(1 for group in host.split(":") if group) < 3:
+            continue  # "::add", "a:b::": hex words, not addresses
+        if address.is_link_local or address.is_multicast:
+            continue
+        yield Finding("ip", m.start(), m.start() + len(host), "ipaddress")
