@@ -202,62 +202,14 @@ def _parse(data: Any, source: str, path: Path | None) -> Scenario:
     events: list[Event] = []
     position: dict[str, int] = {}
     for i, raw in enumerate(raw_events):
-        at = f"events[{i}]"
-        ev = c.obj(raw, at)
-        eid = c.text(ev.get("id"), f"{at}.id")
-        if eid in position:
-            raise c.fail(f"{at}.id", f"duplicate event id {eid!r} (first at events[{position[eid]}])")
-        t_raw = c.text(ev.get("t"), f"{at}.t")
-        try:
-            t = utc(t_raw, field_name="t")
-        except InvalidInput as exc:
-            raise c.fail(f"{at}.t", f"not an ISO 8601 time with an offset: {t_raw!r} ({exc})") from exc
-        assert t is not None
-        role = ev.get("role")
-        if role not in ROLES:
-            raise c.fail(f"{at}.role", f"unknown role {role!r}; one of {sorted(ROLES)}")
-        text = c.text(ev.get("text"), f"{at}.text")
-        gold = None
-        if ev.get("gold") is not None:
-            g = c.obj(ev["gold"], f"{at}.gold")
-            gtype = g.get("type")
-            if gtype not in GOLD_TYPES:
-                raise c.fail(f"{at}.gold.type", f"unknown type {gtype!r}; one of {sorted(GOLD_TYPES)}")
-            sup = c.ids(g.get("supersedes"), f"{at}.gold.supersedes")
-            for j, s in enumerate(sup):
-                if s not in position:
-                    later = any(isinstance(e, Mapping) and e.get("id") == s for e in raw_events)
-                    what = "a later event" if later else "an unknown event"
-                    raise c.fail(f"{at}.gold.supersedes[{j}]", f"{s!r} is {what}; supersedes must name earlier events")
-            gold = Gold(type=str(gtype), supersedes=sup)
-        position[eid] = i
-        events.append(Event(eid, i, t, str(role), text, c.state(ev.get("state"), f"{at}.state"), gold))
+        events.append(_parse_event(c, raw, i, raw_events, position))
     raw_probes = root.get("probes", [])
     if not isinstance(raw_probes, list):
         raise c.fail("probes", "expected a list")
     probes: list[Probe] = []
     probe_ids: set[str] = set()
     for i, raw in enumerate(raw_probes):
-        at = f"probes[{i}]"
-        pr = c.obj(raw, at)
-        pid = c.text(pr.get("id"), f"{at}.id")
-        if pid in probe_ids:
-            raise c.fail(f"{at}.id", f"duplicate probe id {pid!r}")
-        probe_ids.add(pid)
-        after = c.text(pr.get("after"), f"{at}.after")
-        if after not in position:
-            raise c.fail(f"{at}.after", f"unknown event {after!r}")
-        query = c.text(pr.get("query"), f"{at}.query", empty=True)
-        lists = {}
-        for name in ("needed", "forbidden"):
-            ids = c.ids(pr.get(name), f"{at}.{name}")
-            for j, e in enumerate(ids):
-                if e not in position:
-                    raise c.fail(f"{at}.{name}[{j}]", f"unknown event {e!r}")
-                if position[e] > position[after]:
-                    raise c.fail(f"{at}.{name}[{j}]", f"event {e!r} comes after the probe's 'after' event {after!r}")
-            lists[name] = ids
-        probes.append(Probe(pid, after, query, c.state(pr.get("state"), f"{at}.state"), **lists))
+        probes.append(_parse_probe(c, raw, i, position, probe_ids))
     return Scenario(
         id=sid,
         events=tuple(events),
@@ -267,6 +219,66 @@ def _parse(data: Any, source: str, path: Path | None) -> Scenario:
         description=c.opt_text(root.get("description"), "description"),
         path=path,
     )
+
+
+def _parse_event(c: _Checker, raw: Any, i: int, raw_events: list[Any], position: dict[str, int]) -> Event:
+    """Event ``i``; ``position`` (event id -> index of the events before it) gains its id."""
+    at = f"events[{i}]"
+    ev = c.obj(raw, at)
+    eid = c.text(ev.get("id"), f"{at}.id")
+    if eid in position:
+        raise c.fail(f"{at}.id", f"duplicate event id {eid!r} (first at events[{position[eid]}])")
+    t_raw = c.text(ev.get("t"), f"{at}.t")
+    try:
+        t = utc(t_raw, field_name="t")
+    except InvalidInput as exc:
+        raise c.fail(f"{at}.t", f"not an ISO 8601 time with an offset: {t_raw!r} ({exc})") from exc
+    assert t is not None
+    role = ev.get("role")
+    if role not in ROLES:
+        raise c.fail(f"{at}.role", f"unknown role {role!r}; one of {sorted(ROLES)}")
+    text = c.text(ev.get("text"), f"{at}.text")
+    gold = None if ev.get("gold") is None else _parse_gold(c, ev["gold"], at, raw_events, position)
+    position[eid] = i
+    return Event(eid, i, t, str(role), text, c.state(ev.get("state"), f"{at}.state"), gold)
+
+
+def _parse_gold(c: _Checker, raw: Any, at: str, raw_events: list[Any], position: dict[str, int]) -> Gold:
+    g = c.obj(raw, f"{at}.gold")
+    gtype = g.get("type")
+    if gtype not in GOLD_TYPES:
+        raise c.fail(f"{at}.gold.type", f"unknown type {gtype!r}; one of {sorted(GOLD_TYPES)}")
+    sup = c.ids(g.get("supersedes"), f"{at}.gold.supersedes")
+    for j, s in enumerate(sup):
+        if s not in position:
+            later = any(isinstance(e, Mapping) and e.get("id") == s for e in raw_events)
+            what = "a later event" if later else "an unknown event"
+            raise c.fail(f"{at}.gold.supersedes[{j}]", f"{s!r} is {what}; supersedes must name earlier events")
+    return Gold(type=str(gtype), supersedes=sup)
+
+
+def _parse_probe(c: _Checker, raw: Any, i: int, position: dict[str, int], probe_ids: set[str]) -> Probe:
+    """Probe ``i``; ``probe_ids`` (the ids of the probes before it) gains its id."""
+    at = f"probes[{i}]"
+    pr = c.obj(raw, at)
+    pid = c.text(pr.get("id"), f"{at}.id")
+    if pid in probe_ids:
+        raise c.fail(f"{at}.id", f"duplicate probe id {pid!r}")
+    probe_ids.add(pid)
+    after = c.text(pr.get("after"), f"{at}.after")
+    if after not in position:
+        raise c.fail(f"{at}.after", f"unknown event {after!r}")
+    query = c.text(pr.get("query"), f"{at}.query", empty=True)
+    lists = {}
+    for name in ("needed", "forbidden"):
+        ids = c.ids(pr.get(name), f"{at}.{name}")
+        for j, e in enumerate(ids):
+            if e not in position:
+                raise c.fail(f"{at}.{name}[{j}]", f"unknown event {e!r}")
+            if position[e] > position[after]:
+                raise c.fail(f"{at}.{name}[{j}]", f"event {e!r} comes after the probe's 'after' event {after!r}")
+        lists[name] = ids
+    return Probe(pid, after, query, c.state(pr.get("state"), f"{at}.state"), **lists)
 
 
 def load_scenario(path: str | Path) -> Scenario:
