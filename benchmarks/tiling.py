@@ -19,13 +19,9 @@ turns' embeddings alone (no model call):
 
 :func:`episode_labels` turns the boundaries into one episode number per turn (0, 1, 2, ...).
 
-On BEAM chats 1-14 these episodes were tried as the unit of the ordering retrieval (one pick per
-episode instead of one per exchange; ``benchmarks/beam_ordering.py``): with the window chosen on one
-half of the chats, Kendall tau on the other half fell (even 0.210 -> 0.172, odd 0.402 -> 0.331), and
-episode onsets are about as common among all user turns as among the turns where an aspect was
-brought up (0.76 against 0.83 over all of a session's turns, 0.36 against 0.34 over its user turns;
-``benchmarks/beam_onsets.py``), so ``Memory.search(order="time")`` does not use them; see the
-README's ordering table.
+``benchmarks/beam_ordering.py`` compares one pick per episode with the shipped ordering retrieval,
+and ``benchmarks/beam_onsets.py`` compares episode onsets with the turns where an aspect was brought
+up (``docs/benchmarks.md#ordering-questions``); ``Memory.search(order="time")`` does not use it.
 """
 
 from __future__ import annotations

@@ -92,13 +92,14 @@ class RetrievalConfig:
         state_parts: the parts of an encoded state (:class:`~retain.state.agent.EncodedState` fields,
             names from :data:`STATE_VECTOR_PARTS`) whose nearest records join a state-adaptive
             search's pool; each costs a scan of the namespace's embeddings when the state is new.
-            The whole state alone (the mean of subgoal, result and constraints) does as well as
-            whole, subgoal and result at a third of the scan (``benchmarks/sam_scale.py``). () = none.
-        when_weight: added to the learned-fusion score of dated records for "When ..." questions
-            (:func:`retain.text.temporal.time_boost`); 0 = off.
-        range_weight: added to the learned-fusion score of records dated in the range a query
-            names (:func:`retain.text.temporal.time_boost`); chosen on LoCoMo dev by
-            ``benchmarks/temporal_boost.py``.
+            Default: the whole state only (the mean of subgoal, result and constraints), one scan
+            per new state; ``benchmarks/sam_scale.py`` compares settings. () = none.
+        when_weight: post-fusion boost added to the learned-fusion score (higher = more relevant)
+            of dated records on "When ..." questions (:func:`retain.text.temporal.time_boost`);
+            0 = off.
+        range_weight: post-fusion boost added to the learned-fusion score of records dated in the
+            range a query names (:func:`retain.text.temporal.time_boost`). Both chosen in-sample
+            on LoCoMo dev with ``benchmarks/temporal_boost.py``.
 
     Raises:
         InvalidInput: a pool size that is not an int from 0 to :data:`MAX_POOL_SETTING`, a
@@ -165,8 +166,8 @@ class MemoryConfig:
             as history, leaves the core tier unless pinned, and is audited as "supersede" with the
             reason and scores. A hard constraint yields only to an explicit correction
             (:func:`retain.text.cues.explicit_cues`); other proposals against one are audited as
-            refused. Precision 1.000 / recall 0.900 on the shared scenarios
-            (``benchmarks/supersede_detection.py``).
+            refused. Figures: ``benchmarks/supersede_detection.py``
+            (``docs/benchmarks.md#corrections-supersede-detection``).
         conflict_judge: optional second opinion (e.g. an LLM) that may veto each proposed
             supersede or merge (:class:`retain.ingest.conflict.ConflictJudge`); None = rules only.
         conflict_policy: the thresholds of supersede and paraphrase detection

@@ -378,7 +378,7 @@ def search_text(record: MemoryRecord) -> str:
 
     ``"<speaker>: <content>"``, followed by an attached image caption (``metadata["caption"]``)
     when there is one. Prefixing the speaker lets "What did Caroline say about ..." match her turns
-    (measured on LoCoMo dev: dense recall@10 0.32 -> 0.47).
+    (``docs/benchmarks.md#locomo-retrieval``).
     """
     caption = record.metadata.get("caption")
     text = f"{speaker_of(record)}: {record.content}"

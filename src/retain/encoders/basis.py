@@ -112,9 +112,9 @@ class MiniLMEncoder:
         batch_size: texts per forward pass.
         device: torch device string; default "cpu".
         precision: "float32", "bfloat16", or "auto" (default): bfloat16 where the CPU computes it
-            natively (AVX512-BF16 / AMX, about 3x faster here), else float32. The choice is exposed
+            natively (AVX512-BF16 / AMX, faster on such CPUs), else float32. The choice is exposed
             as :attr:`precision` after loading and printed by ``retain info`` and the benchmarks.
-            Vectors of both precisions agree to cosine >= 0.998 (measured on LoCoMo turns), so a
+            Vectors of both precisions agree to cosine >= 0.998 on LoCoMo turns, so a
             store is not tied to one precision.
     """
 

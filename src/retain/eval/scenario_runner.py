@@ -196,7 +196,7 @@ def _replay(
     if history:  # older, unrelated records first: positions 0 .. len(history) - 1, the events after them
         # written through a second Memory on the same store that skips the write-time work among the
         # history records themselves (supersede detection, edges, time expressions): they are only
-        # distractors, and supersede detection over thousands of records in one batch takes minutes
+        # distractors, so that work would be spent on nothing the probes read
         quick = replace(
             mem.config, supersede=False, resolve_times=False, graph=replace(mem.config.graph, edges_on_write=False)
         )

@@ -404,8 +404,8 @@ def find_updates(
     that are among its ``window`` dense neighbours or its ``window`` best BM25 matches, and with the
     records before it in ``records``: all of them while they are at most ``4 * window``, else, the same
     way as the stored ones, its ``window`` nearest by cosine and its ``window`` best term matches among
-    them (:class:`_Earlier`; comparing with every earlier one made a batch of n records cost
-    O(n^2) rule evaluations: minutes for a few thousand turns). A record is superseded at most once per call.
+    them (:class:`_Earlier`), so the rule evaluations of a batch grow linearly with its size, not with
+    its square. A record is superseded at most once per call.
 
     Returns:
         (new record, decision) pairs with ``decision.relation == Relation.UPDATE``; the superseded

@@ -303,8 +303,8 @@ RULE_WEIGHTS: Mapping[str, float] = {
 """Hand-set weights of :class:`RulePrior` on :func:`utility_features` columns (log counts, cosines,
 0/1 flags); ``bias`` is the intercept; unlisted columns weigh 0. Each cue pushes the way one expects and
 none dominates, except the agent role: what a person states is what memory must hold, an agent's
-(long, cue-dense) output can mostly be produced again. Revised once after a look at BEAM dev: with
--1.5 and uncapped counts the prior ranked assistant essays above user messages (ROC-AUC 0.42)."""
+(long, cue-dense) output can mostly be produced again; that weight and the caps of
+:data:`_RULE_CAPS` keep long assistant essays from ranking above user messages (BEAM dev)."""
 
 _COUNT_CUES = UTILITY_FEATURES[UTILITY_FEATURES.index("entities") : UTILITY_FEATURES.index("exclamations") + 1]
 _RULE_CAPS: Mapping[str, tuple[float, float]] = {
@@ -350,13 +350,12 @@ class RulePrior:
 
 SGD_LEARNING_RATE = 0.5
 """Learning rate of :meth:`LearnedUtility.feedback`, in logit units: one mark moves the record's own
-logit by ``lr * (y - p)`` (0.2 -> 0.27 for a record marked used), not to 0 or 1. A plain step of 0.05
-on the ~430 standardised inputs of the shipped model moved that record from 0.21 to 0.98."""
+logit by ``lr * (y - p)`` (0.2 -> 0.27 for a record marked used), not to 0 or 1."""
 
 EMBEDDING_WEIGHT = 0.1
 """Scale of the standardised embedding columns in :func:`train_utility` (features enter at 1). A
 smaller scale is a stronger L2 penalty on the 384 embedding weights; chosen leave-one-conversation-out
-on LoCoMo dev among 0.05, 0.1, 0.3, 1 (1 overfits: LOCO AUC 0.81 against 0.85)."""
+on LoCoMo dev (``docs/benchmarks.md#the-utility-model``)."""
 
 
 _DIALOGUE = UTILITY_FEATURES.index("agent_dialogue")

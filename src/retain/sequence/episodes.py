@@ -3,9 +3,9 @@ event order.
 
 An agent asked "list the order in which I brought up different aspects of X" needs the mentions of X
 spread across the whole stream, one per episode, in the order they happened. A plain ranked search
-returns the turns most similar to the question, which cluster in one session (on BEAM chats 1-4 at
-most one gold item was in any top 10). ``Memory.search(..., order="time")`` (or ``order="auto"``
-when :func:`asks_order` reads an ordering question) therefore:
+returns the turns most similar to the question, which cluster in one session.
+``Memory.search(..., order="time")`` (or ``order="auto"`` when :func:`asks_order` reads an ordering
+question) therefore:
 
 1. **Topic.** Searches for the topic of the question (:func:`ordering_topic`: the question minus its
    ordering wording, "can you list the order in which I brought up ...", "... in order?"), so the
@@ -62,9 +62,9 @@ RELATIVE_FLOOR = 0.02
 """A candidate is kept when its fused score >= this share of the best candidate's score (0 = off).
 Low: the learned fusion's probabilities are peaked (the gold mentions of a BEAM topic score
 0.01-0.03 where the best hit scores 0.3), so the floor should only drop what is clearly off topic
-(in a small store, turns about something else entirely score < 0.01 of the best). Chosen among 0,
-0.02, 0.05 (before) and 0.1 on the odd BEAM chats 1-13 and, apart, on the even chats 2-14; see the
-README's ordering table for the held-out figures (``benchmarks/beam_ordering.py``)."""
+(in a small store, turns about something else entirely score < 0.01 of the best). Chosen on BEAM
+chats 1-14 by held-out halves (``benchmarks/beam_ordering.py``;
+``docs/benchmarks.md#ordering-questions``)."""
 EPISODE_CANDIDATES = 20
 """At most this many candidates (the best, above the floor if one is set) are spread over segments."""
 MIN_GAP = 2

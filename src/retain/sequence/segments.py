@@ -22,8 +22,7 @@ This module works on whole segments:
   ``metadata["kept"]``. Nothing is deleted.
 * **Segment relevance** (hierarchical retrieval). :class:`SegmentIndex` holds one centroid per
   segment; :meth:`SegmentIndex.similarity` gives the cosine of a query to each candidate's segment.
-  Tried as learned-fusion features (``benchmarks/segment_features.py``, leave-one-conversation-out
-  on LoCoMo dev) it did not raise recall, so the shipped fusion does not use it.
+  The shipped fusion does not use it (``benchmarks/segment_features.py``).
 * **Context windows.** :func:`attach_windows` gives each search hit its neighbouring turns (same
   segment, ``seq`` within ``window``) as one context unit, ``Hit.window``.
 """

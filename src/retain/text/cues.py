@@ -48,8 +48,8 @@ CORRECTION_CUES: tuple[str, ...] = (
     r"\bnow (?:it'?s|is|are|goes|allows?)\b",
     r"\b(?:it'?s|is|are) now\b(?= [\w.:/-]*\d| https?:| at\b| in\b| on\b| (?-i:[A-Z]))",
     r"\b(?:approved|allowed|authori[sz]ed) (?:up )?to\b",
-    # at most 60 characters between "i can do" and "now": with [\w ]+ every "i can do" without a "now"
-    # re-read the rest of its clause (quadratic on a long clause)
+    # at most 60 characters between "i can do" and "now": bounded so the match stays linear on a long
+    # clause
     r"\bi can do [\w ]{1,60} now\b",
     r"\b(?:raised|lowered|increased|decreased|bumped|narrow(?:ed)?|widen(?:ed)?|extended|reduced)\b[^.]{0,40}\bto\b",
     r"\b(?:goes|went) (?:up |down )?to\s+(?=[\d$€£¥])",
@@ -197,8 +197,8 @@ _PAST = {
     ),
 }
 # The German perfect: an auxiliary and, after it, a participle closing its clause ("Wir haben ...
-# normale Abendessen bestellt,", "sind ... gegangen"). Two searches, not "aux.*participle": that one
-# re-read the rest of the sentence from every auxiliary (minutes for a long sentence of "ist").
+# normale Abendessen bestellt,", "sind ... gegangen"). Two searches, not one "aux.*participle"
+# pattern, so the scan stays linear.
 _PERFECT = {
     "de": (
         re.compile(r"\b(?:habe|hast|hat|haben|habt|bin|bist|ist|sind|seid)\b", re.IGNORECASE),
@@ -348,7 +348,8 @@ def explicit_cues(text: str) -> list[str]:
 
 class _ClauseScan:
     """What :func:`explicit_cues` asks about the text before a cue, each question answered without
-    reading the text from its start (once per cue that was quadratic: minutes for 160 KB):
+    re-reading the text once per cue, so the work of :func:`explicit_cues` grows with the text's
+    length, not with its length times its cues:
 
     * :meth:`opens_clause`: does ``_CLAUSE_OPEN`` match right before it (a clause opener and at most
       two interjections);

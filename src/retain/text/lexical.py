@@ -20,11 +20,10 @@ __all__ = ["MAX_QUERY_CHARS", "STOPWORDS", "TERSE_FILLERS", "check_query", "inde
 
 MAX_QUERY_CHARS = 10_000
 """Longest query (characters, ``len(query)``) that search and context packing accept. Queries are
-questions and task descriptions: MiniLM embeds only their first 256 word pieces (about 1,000
-characters of English), and a 1,000,000-character query took 3-5 s a search (2-core host,
-2026-12-02; about 3 microseconds a character, in the lexical terms, the time parser, the hashing or
-tokenizing of the encoder) and, through ``Memory.context``, stored a 1 MB provenance row each call.
-At the limit a search of 300 records took 0.1 s (hashing encoder) to 0.2 s (MiniLM)."""
+questions and task descriptions: MiniLM embeds only the first 256 word pieces (about 1,000
+characters of English); a longer query costs time linear in its length (lexical terms, time
+parser, the encoder's hashing or tokenizing) and is stored whole as context provenance
+(``Memory.context``)."""
 
 # Han, Hiragana, Katakana, Hangul syllables, CJK punctuation excluded.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"

@@ -79,9 +79,9 @@ _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _NUMBER = r"\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
 _YEAR = r"(?:19|20)\d\d"
 _ORD = r"\d{1,2}(?:st|nd|rd|th)?"
-# Where time expressions are (group "t" is the expression). dateparser resolves each one; its own
-# search_dates is not used to find them: it split "June 2023" into "June" and "2023", missed
-# "before June 2023" and read "we" as a date (dateparser 1.5, measured).
+# Where time expressions are (group "t" is the expression). dateparser resolves each one; they are
+# found by this pattern rather than dateparser's search_dates, which splits "June 2023", misses
+# "before June 2023" and reads "we" as a date.
 _EXPRESSIONS = re.compile(
     "|".join(
         [
@@ -278,8 +278,8 @@ def time_boost(
 ) -> npt.NDArray[np.float64]:
     """(n,) float64 added to the fused scores (probabilities in [0, 1]) of ``records`` for ``query``:
     ``when_weight * dated + range_weight * in_range`` (:func:`time_features`); higher = more relevant.
-    The weights are :class:`~retain.config.RetrievalConfig` fields (chosen on LoCoMo dev by
-    ``benchmarks/temporal_boost.py``)."""
+    The weights are :class:`~retain.config.RetrievalConfig` fields (chosen in-sample on LoCoMo dev
+    with ``benchmarks/temporal_boost.py``)."""
     dated, in_range = time_features(records, query, now)
     out: npt.NDArray[np.float64] = when_weight * dated + range_weight * in_range
     return out
