@@ -109,3 +109,17 @@ def test_cli_read_command_on_a_missing_folder_names_the_folder_not_add_a_memory_
     result = runner.invoke(app, ["info", "--db", str(tmp_path / "missing" / "x.db")])
     assert result.exit_code == 2
     assert "does not exist" in result.output and "add a memory first" not in result.output
+
+
+def test_eval_without_the_eval_extra_says_how_to_install_it(monkeypatch):
+    import importlib.util
+
+    from typer.testing import CliRunner
+
+    from retain.cli.app import app as root
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tqdm" else real(name, *a))
+    result = CliRunner().invoke(root, ["eval", "locomo", "--data", "nowhere.json"])
+    assert result.exit_code == 2
+    assert "retain eval needs the 'eval' extra (tqdm not installed)" in result.output

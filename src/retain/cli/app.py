@@ -9,12 +9,13 @@ is the reference.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Annotated
 
 import typer
 
 from retain.cli import audit, evaluate, memories, models, observe, records, scenarios, segments, utility
-from retain.cli.common import setup_logging
+from retain.cli.common import fail_plain, setup_logging
 from retain.cli.options import PANEL_MODELS
 
 __all__ = ["app", "eval_app", "main"]
@@ -43,6 +44,17 @@ def _global_options(
     ] = None,
 ) -> None:
     setup_logging(ctx, log)
+
+
+EVAL_EXTRA = ("tqdm", "matplotlib")
+"""The packages of the ``eval`` extra, which only ``retain eval`` needs."""
+
+
+@eval_app.callback()
+def _eval_extra_installed() -> None:
+    missing = [name for name in EVAL_EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        fail_plain(f"retain eval needs the 'eval' extra ({', '.join(missing)} not installed): pip install -e '.[eval]'")
 
 
 memories.register(app)
