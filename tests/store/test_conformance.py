@@ -22,6 +22,7 @@ from retain.errors import DuplicateContent, InvalidInput, SchemaError, WriteConf
 from retain.record import MemoryRecord, MemoryType, Tier, content_hash, new_id
 from retain.store import ALL_RECORDS, AuditEntry, RecordFilter, SQLiteStore, Store
 from retain.store.base import (
+    GENESIS_HASH,
     AppendAudit,
     CountRecords,
     GetProvenance,
@@ -32,8 +33,9 @@ from retain.store.base import (
     RequireUnchanged,
     RequireUnique,
     VectorSearch,
+    audit_hash,
 )
-from retain.store.sqlite import GENESIS_HASH, SCHEMA_VERSION, audit_hash
+from retain.store.sqlite import SCHEMA_VERSION
 from retain.text.lexical import query_terms
 
 DIM = 16

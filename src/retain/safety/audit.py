@@ -2,7 +2,7 @@
 
 The audit log (:class:`retain.store.AuditEntry`) is append-only and hash-chained. Entry ``n`` stores
 ``prev_hash`` = the ``hash`` of entry ``n - 1`` (:data:`GENESIS_HASH` for entry 1) and ``hash`` =
-:func:`~retain.store.sqlite.audit_hash` (sha256) over ``prev_hash`` and the canonical JSON of its
+:func:`~retain.store.audit_hash` (sha256) over ``prev_hash`` and the canonical JSON of its
 eight fields :data:`HASHED_FIELDS`. :func:`verify_chain` recomputes every hash and checks every
 link and sequence number; :func:`verify_store` does it for a whole store.
 
@@ -17,8 +17,11 @@ What a hash chain can and cannot show:
   after it* leaves a valid chain. Only a hash recorded outside the store catches that
   (``checkpoints``; ``retain audit verify`` prints the head to record);
 * a chain that verifies says nothing about the next edit: :func:`verify_store` also fails when the
-  SQLite triggers that refuse UPDATE / DELETE on the audit table (:data:`APPEND_ONLY_TRIGGERS`) have
-  been dropped.
+  backend's append-only guards (for SQLite, the triggers that refuse UPDATE / DELETE on the audit
+  table) have been dropped.
+
+Everything here goes through the store contract (:class:`~retain.store.ReadAuditRaw`,
+:meth:`~retain.store.Store.audit_log`); nothing reads a backend's internals.
 
 Snapshots (:func:`snapshot`, :func:`diff`) record ids, content hashes and retention fields of every
 record of a namespace, never content, so two points in time can be compared after the fact.
@@ -27,18 +30,15 @@ record of a namespace, never content, so two points in time can be compared afte
 from __future__ import annotations
 
 import json
-import sqlite3
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Protocol
 
-from retain.errors import InvalidInput
-from retain.memory import Memory
+from retain.errors import InvalidInput, RetainError
 from retain.record import Tier, utc, utcnow, validate_namespace
-from retain.store.base import ALL_RECORDS, Store
-from retain.store.sqlite import GENESIS_HASH, SQLiteStore, audit_hash
+from retain.store.base import ALL_RECORDS, GENESIS_HASH, RawAudit, ReadAuditRaw, Store, audit_hash
 
 __all__ = [
     "ENTRY_FIELDS",
@@ -47,7 +47,7 @@ __all__ = [
     "MAX_PROBLEMS",
     "SNAPSHOT_FIELDS",
     "SNAPSHOT_FORMAT",
-    "RawAudit",
+    "HasStore",
     "Snapshot",
     "SnapshotDiff",
     "VerifyReport",
@@ -255,54 +255,34 @@ def verify_chain(
     )
 
 
-class RawAudit(NamedTuple):
-    """The audit table as stored: ``entries`` with ``details`` as raw text, ``last_seq`` the
-    AUTOINCREMENT counter (highest seq ever assigned; None before the first entry)."""
-
-    entries: list[dict[str, Any]]
-    last_seq: int | None
-    triggers: frozenset[str] = frozenset()
-
-
-APPEND_ONLY_TRIGGERS = frozenset({"audit_no_update", "audit_no_delete"})
-"""Triggers of the SQLite schema that refuse UPDATE and DELETE on the audit table."""
-
-
-def read_audit_raw(store: SQLiteStore) -> RawAudit:
-    """Read the whole audit table of an SQLite store without interpreting it.
+def read_audit_raw(store: Store) -> RawAudit:
+    """Read a store's whole audit log as stored, without interpreting it (:class:`ReadAuditRaw`).
 
     :meth:`Store.audit_log` parses each ``details`` column with ``json.loads`` and so raises on a
-    corrupted row; verification must read such a row and report it. There is no typed op for a raw
-    read in the store contract yet, so this reaches into ``store._conn`` (under ``store._lock``,
-    in one read transaction, so the rows and the counter agree). SQLite only.
+    corrupted row; verification must read such a row and report it.
 
-    Returns: :class:`RawAudit`; entries in seq order with :data:`ENTRY_FIELDS`, ``details`` a str.
+    Returns: :class:`~retain.store.RawAudit`; entries in seq order with :data:`ENTRY_FIELDS`,
+    ``details`` a str.
 
     Raises:
+        InvalidInput: the backend does not answer :class:`ReadAuditRaw` (``supports_raw_audit`` False).
         SchemaError: the store is not set up.
-        sqlite3.DatabaseError: the audit table itself cannot be read.
+        Exception: the backend's own error when the audit table itself cannot be read
+            (``sqlite3.DatabaseError`` for SQLite).
     """
-    store._require_ready()
-    sql = "SELECT " + ", ".join(ENTRY_FIELDS) + " FROM audit ORDER BY seq"
-    with store._lock:
-        conn = store._conn
-        conn.execute("BEGIN")
-        try:
-            rows = [dict(zip(ENTRY_FIELDS, row, strict=True)) for row in conn.execute(sql)]
-            counter = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'audit'").fetchone()
-            triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")
-            names = frozenset(name for (name,) in triggers)
-        finally:
-            conn.execute("COMMIT")
-    return RawAudit(rows, None if counter is None else int(counter[0]), names)
+    if not store.supports_raw_audit:
+        raise InvalidInput(f"store: {type(store).__name__} does not read its audit log raw (supports_raw_audit)")
+    result: RawAudit = store.batch([ReadAuditRaw()])[0]
+    return result
 
 
 def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) -> VerifyReport:
     """Verify a store's whole audit log (every namespace: the chain is global).
 
-    For :class:`SQLiteStore` the rows are read raw (:func:`read_audit_raw`), so a row whose details
-    are not valid JSON (a crash mid-write, a bad edit) is reported rather than raised, and removal
-    of the newest entries is caught by the AUTOINCREMENT counter. Other backends are read with
+    For a backend with ``supports_raw_audit`` (:class:`~retain.store.SQLiteStore`) the rows are read
+    raw (:func:`read_audit_raw`), so a row whose details are not valid JSON (a crash mid-write, a bad
+    edit) is reported rather than raised, removal of the newest entries is caught by the backend's
+    sequence counter, and missing append-only guards are reported. Other backends are read with
     :meth:`Store.audit_log`; if that fails, the report says so.
 
     Args:
@@ -313,15 +293,16 @@ def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) 
     Raises:
         SchemaError: the store is not set up.
     """
-    if isinstance(store, SQLiteStore):
+    if store.supports_raw_audit:
         try:
             raw = read_audit_raw(store)
-        except sqlite3.DatabaseError as exc:
+        except RetainError:
+            raise
+        except Exception as exc:  # the backend cannot read the table itself: a finding, not a crash
             return _unreadable(f"audit table unreadable: {exc}")
         report = verify_chain(raw.entries, last_seq=raw.last_seq, checkpoints=checkpoints)
-        missing = sorted(APPEND_ONLY_TRIGGERS - raw.triggers)
-        if missing:  # the chain may still verify, but nothing stops the next in-place edit
-            note = f"append-only trigger(s) {', '.join(missing)} missing: the log can be edited in place"
+        if raw.missing_guards:  # the chain may still verify, but nothing stops the next in-place edit
+            note = f"append-only trigger(s) {', '.join(raw.missing_guards)} missing: the log can be edited in place"
             report = replace(report, ok=False, problems=[*report.problems, note])
         return report
     try:
@@ -466,18 +447,25 @@ class SnapshotDiff:
         return not (self.added or self.removed or self.changed)
 
 
-def snapshot(memory: Memory | Store, namespace: str) -> Snapshot:
+class HasStore(Protocol):
+    """Anything holding a set-up store in ``store`` (a :class:`~retain.Memory`)."""
+
+    @property
+    def store(self) -> Store: ...
+
+
+def snapshot(memory: HasStore | Store, namespace: str) -> Snapshot:
     """Snapshot every record of ``namespace`` (archive and superseded versions included).
 
     Args:
-        memory: a :class:`~retain.Memory`, or a set-up :class:`~retain.store.Store` (no encoder
-            needed).
+        memory: a :class:`~retain.Memory` (anything with a ``store``), or a set-up
+            :class:`~retain.store.Store` (no encoder needed).
 
     Raises:
         InvalidInput: bad namespace.
     """
     validate_namespace(namespace)
-    store = memory.store if isinstance(memory, Memory) else memory
+    store = memory if isinstance(memory, Store) else memory.store
     taken_at = utcnow()
     records = {
         r.id: {

@@ -13,6 +13,7 @@ Every operation names its namespace; no operation reads or writes across namespa
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 import math
 import numbers
@@ -30,6 +31,7 @@ from retain.record import MemoryRecord, MemoryType, Tier, parse_tier, parse_type
 
 __all__ = [
     "ALL_RECORDS",
+    "GENESIS_HASH",
     "HOT_TIERS",
     "WRITE_ATTEMPTS",
     "AppendAudit",
@@ -52,7 +54,9 @@ __all__ = [
     "PutEdges",
     "PutProvenance",
     "PutRecords",
+    "RawAudit",
     "ReadAudit",
+    "ReadAuditRaw",
     "RecordFilter",
     "RequireCurrent",
     "RequireUnchanged",
@@ -60,6 +64,7 @@ __all__ = [
     "ScoredId",
     "Store",
     "VectorSearch",
+    "audit_hash",
     "check_edge",
     "retry_on_conflict",
 ]
@@ -169,6 +174,40 @@ class AuditEntry:
     reason: str = ""
     policy: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+
+GENESIS_HASH = "0" * 64
+"""The ``prev_hash`` of the first audit entry."""
+
+
+def audit_hash(prev_hash: str, fields: dict[str, Any]) -> str:
+    """sha256 (hex, 64 characters) over the previous entry's hash and this entry's canonical JSON
+    (sorted keys, UTF-8 characters literal, no spaces): the hash chain every backend writes and
+    :mod:`retain.safety.audit` verifies. ``fields`` are the entry's ts (UTC microseconds), namespace,
+    op, record_id, actor, reason, policy and details.
+
+    Raises:
+        TypeError, ValueError: ``fields`` are not JSON-serialisable.
+    """
+    canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
+
+
+class RawAudit(NamedTuple):
+    """The audit log as stored, uninterpreted (the result of :class:`ReadAuditRaw`).
+
+    Attributes:
+        entries: every entry in seq order, each a dict with the keys of :class:`ReadAudit`'s
+            entries, ``details`` the stored JSON text (not parsed: a corrupted row is read, not raised).
+        last_seq: the backend's sequence counter (the highest seq it ever assigned, kept outside the
+            rows), or None before the first entry.
+        missing_guards: names of the backend's append-only guards (for SQLite, the triggers that refuse
+            UPDATE and DELETE on the audit table) that are missing, sorted; empty when all are in place.
+    """
+
+    entries: list[dict[str, Any]]
+    last_seq: int | None
+    missing_guards: tuple[str, ...] = ()
 
 
 class ScoredId(NamedTuple):
@@ -480,6 +519,15 @@ class ReadAudit:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadAuditRaw:
+    """Result: :class:`RawAudit`, the whole audit log (every namespace) as stored, with the backend's
+    sequence counter and the state of its append-only guards, read in one transaction so that they
+    agree. Answered by backends with ``supports_raw_audit`` (verification reads a corrupted row
+    instead of failing on it); an error reading the table itself is the backend's own (for SQLite,
+    ``sqlite3.DatabaseError``)."""
+
+
+@dataclass(frozen=True, slots=True)
 class PutProvenance:
     """Store the provenance of one packed context (:mod:`retain.safety.context`). Result: None.
 
@@ -548,6 +596,7 @@ Op = (
     | ListNamespaces
     | AppendAudit
     | ReadAudit
+    | ReadAuditRaw
     | PutProvenance
     | GetProvenance
     | PutEdges
@@ -563,11 +612,15 @@ class Store(ABC):
         supports_vector: VectorSearch is answered.
         supports_lexical: LexicalSearch is answered.
         supports_ann: vector search uses an approximate index (results may miss exact neighbours).
+        supports_raw_audit: ReadAuditRaw is answered (the audit log as stored, with the backend's
+            sequence counter and append-only guards), so verification reads what :meth:`audit_log`
+            would fail to parse.
     """
 
     supports_vector: bool = True
     supports_lexical: bool = True
     supports_ann: bool = False
+    supports_raw_audit: bool = False
 
     @abstractmethod
     def setup(self) -> None:

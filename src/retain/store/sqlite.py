@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -36,6 +35,7 @@ from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, Schema
 from retain.numeric.kernels import blocked_product
 from retain.record import MemoryRecord, MemoryType, Tier, read_only_json, search_text, utcnow
 from retain.store.base import (
+    GENESIS_HASH,
     AppendAudit,
     AuditEntry,
     CountRecords,
@@ -55,7 +55,9 @@ from retain.store.base import (
     PutEdges,
     PutProvenance,
     PutRecords,
+    RawAudit,
     ReadAudit,
+    ReadAuditRaw,
     RecordFilter,
     RequireCurrent,
     RequireUnchanged,
@@ -63,6 +65,7 @@ from retain.store.base import (
     ScoredId,
     Store,
     VectorSearch,
+    audit_hash,
 )
 from retain.store.sqlite_edges import EDGES_MIGRATION, list_edges, purge_edges, put_edges
 from retain.text.lexical import index_terms
@@ -78,7 +81,6 @@ _MASK_CACHE_LIMIT = 16
 _SEARCH_MEMO_LIMIT = 256
 _INCREMENTAL_UPDATES = 64
 """Most updated records a write applies to a cached namespace index in place; more drop the index."""
-GENESIS_HASH = "0" * 64
 
 _COLUMNS = (
     "id, namespace, content, type, role, source, event_time, created_at, seq, segment, priority, "
@@ -154,6 +156,11 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
+_AUDIT_KEYS = ("seq", "ts", "namespace", "op", "record_id", "actor", "reason", "policy", "details", "prev_hash", "hash")
+"""The columns of an audit entry, in the order :class:`ReadAudit` reads them."""
+APPEND_ONLY_TRIGGERS = frozenset({"audit_no_update", "audit_no_delete"})
+"""Triggers of migration 1 that refuse UPDATE and DELETE on the audit table."""
+
 _WRITE_OPS = (PutRecords, DeleteRecords, DeleteNamespace, AppendAudit, PutProvenance, PutEdges)
 
 
@@ -172,12 +179,6 @@ def _from_us(value: int | None) -> datetime | None:
     if value is None:
         return None
     return _EPOCH + timedelta(microseconds=value)
-
-
-def audit_hash(prev_hash: str, fields: dict[str, Any]) -> str:
-    """sha256 over the previous entry's hash and this entry's canonical JSON (hash chain)."""
-    canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -350,6 +351,7 @@ class SQLiteStore(Store):
     supports_vector = True
     supports_lexical = True
     supports_ann = False
+    supports_raw_audit = True
 
     def __init__(self, path: str | Path = ":memory:", *, create_dirs: bool = False) -> None:
         if not isinstance(create_dirs, bool):
@@ -816,7 +818,7 @@ class SQLiteStore(Store):
         return int(cur.lastrowid or 0)
 
     def _read_audit(self, op: ReadAudit) -> list[dict[str, Any]]:
-        sql = "SELECT seq, ts, namespace, op, record_id, actor, reason, policy, details, prev_hash, hash FROM audit"
+        sql = f"SELECT {', '.join(_AUDIT_KEYS)} FROM audit"
         params: tuple[Any, ...] = ()
         if op.namespace is not None:
             sql += " WHERE namespace = ?"
@@ -824,25 +826,21 @@ class SQLiteStore(Store):
         sql += " ORDER BY seq"
         if op.limit is not None:
             sql += f" LIMIT {int(op.limit)}"
-        keys = (
-            "seq",
-            "ts",
-            "namespace",
-            "op",
-            "record_id",
-            "actor",
-            "reason",
-            "policy",
-            "details",
-            "prev_hash",
-            "hash",
-        )
         out = []
         for row in self._conn.execute(sql, params):
-            item = dict(zip(keys, row, strict=True))
+            item = dict(zip(_AUDIT_KEYS, row, strict=True))
             item["details"] = json.loads(item["details"])
             out.append(item)
         return out
+
+    def _read_audit_raw(self, op: ReadAuditRaw) -> RawAudit:
+        """The rows as stored, the AUTOINCREMENT counter and the append-only triggers still present."""
+        sql = f"SELECT {', '.join(_AUDIT_KEYS)} FROM audit ORDER BY seq"
+        rows = [dict(zip(_AUDIT_KEYS, row, strict=True)) for row in self._conn.execute(sql)]
+        counter = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'audit'").fetchone()
+        triggers = self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")
+        missing = APPEND_ONLY_TRIGGERS - frozenset(name for (name,) in triggers)
+        return RawAudit(rows, None if counter is None else int(counter[0]), tuple(sorted(missing)))
 
     def _put_provenance(self, op: PutProvenance) -> None:
         try:
@@ -899,6 +897,7 @@ _HANDLERS: dict[type, Any] = {
     ListNamespaces: SQLiteStore._namespaces,
     AppendAudit: SQLiteStore._append_audit,
     ReadAudit: SQLiteStore._read_audit,
+    ReadAuditRaw: SQLiteStore._read_audit_raw,
     PutProvenance: SQLiteStore._put_provenance,
     GetProvenance: SQLiteStore._get_provenance,
     PutEdges: SQLiteStore._put_edges,
