@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from retain.safety.audit import VerifyReport, verify_chain, verify_store
-from retain.store.base import GENESIS_HASH, AppendAudit, AuditEntry, audit_hash
+from retain.store import GENESIS_HASH, AppendAudit, AuditEntry, audit_hash
 from retain.store.sqlite import SQLiteStore
 
 Entry = dict[str, Any]

@@ -22,7 +22,7 @@ import numpy as np
 from retain.encoders.basis import HashingEncoder
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.retrieval.graph import GraphConfig, expand_hits, graph_importance
-from retain.store.base import HOT_TIERS, Edge, EdgeType, RecordFilter
+from retain.store import HOT_TIERS, Edge, EdgeType, RecordFilter
 
 WORDS = (  # noqa: SIM905
     "kayak river hotel museum budget flight visa ticket train dinner lunch coffee hiking tent stove "

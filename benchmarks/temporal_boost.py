@@ -29,7 +29,7 @@ from retain.eval.metrics import recall_at_k
 from retain.memory import Memory
 from retain.retrieval.fusion import PRESETS
 from retain.retrieval.pool import candidates
-from retain.store.base import RecordFilter
+from retain.store import RecordFilter
 from retain.text.temporal import resolve_times, time_features
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"

@@ -194,7 +194,7 @@ def test_untrusted_forget_racing_a_pin_does_not_purge_the_pinned_record(
 
 def test_retry_on_conflict_runs_again_on_write_conflict_only_and_at_most_write_attempts_times() -> None:
     from retain.errors import InvalidInput, WriteConflict
-    from retain.store.base import WRITE_ATTEMPTS, retry_on_conflict
+    from retain.store import WRITE_ATTEMPTS, retry_on_conflict
 
     calls: list[int] = []
 

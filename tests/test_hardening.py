@@ -6,7 +6,7 @@ import pytest
 
 from retain import HashingEncoder, InvalidInput, Memory, MemoryConfig, NewMemory
 from retain.ingest.draft import split_text
-from retain.store.base import PutRecords, RequireCurrent
+from retain.store import PutRecords, RequireCurrent
 
 NS = "n"
 

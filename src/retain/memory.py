@@ -67,7 +67,7 @@ from retain.safety.redaction import redact_record, scrub
 from retain.sequence.segments import is_index_summary
 from retain.state.agent import AgentState, StateEncoder
 from retain.state.sam import CandidateMemo, StateScorer, content_terms
-from retain.store.base import (
+from retain.store import (
     ALL_RECORDS,
     HOT_TIERS,
     AuditEntry,
@@ -81,7 +81,7 @@ from retain.store.base import (
     Store,
     retry_on_conflict,
 )
-from retain.store.base import AppendAudit as _AppendAudit
+from retain.store import AppendAudit as _AppendAudit
 from retain.store.sqlite import SQLiteStore
 from retain.text.lexical import check_query, is_terse
 from retain.text.temporal import time_boost

@@ -13,8 +13,7 @@ from retain.encoders.basis import HashingEncoder
 from retain.errors import InvalidInput, RecordNotFound
 from retain.memory import Memory, MemoryConfig, NewMemory
 from retain.retrieval.graph import GraphConfig, extract_entities, graph_importance, personalized_pagerank
-from retain.store import Store
-from retain.store.base import EdgeType
+from retain.store import EdgeType, Store
 
 StoreFactory = Callable[[Path], Store]
 

@@ -8,7 +8,7 @@ import pytest
 from retain.memory import Memory, NewMemory
 from retain.retrieval.fusion import FEATURE_NAMES, PRESETS, SearchConfig, relation_query
 from retain.retrieval.pool import Pool, candidates
-from retain.store.base import RecordFilter
+from retain.store import RecordFilter
 
 NS = "agent-1"
 

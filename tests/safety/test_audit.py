@@ -33,8 +33,7 @@ from retain.safety.audit import (
     verify_chain,
     verify_store,
 )
-from retain.store import SQLiteStore, Store
-from retain.store.base import GENESIS_HASH, audit_hash
+from retain.store import GENESIS_HASH, SQLiteStore, Store, audit_hash
 
 N = 10_000
 SEED = 1729

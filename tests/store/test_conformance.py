@@ -20,18 +20,22 @@ from hypothesis import strategies as st
 
 from retain.errors import DuplicateContent, InvalidInput, SchemaError, WriteConflict
 from retain.record import MemoryRecord, MemoryType, Tier, content_hash, new_id
-from retain.store import ALL_RECORDS, AuditEntry, RecordFilter, SQLiteStore, Store
-from retain.store.base import (
+from retain.store import (
+    ALL_RECORDS,
     GENESIS_HASH,
     AppendAudit,
+    AuditEntry,
     CountRecords,
     GetProvenance,
     GetRecords,
     LexicalSearch,
     PutProvenance,
     PutRecords,
+    RecordFilter,
     RequireUnchanged,
     RequireUnique,
+    SQLiteStore,
+    Store,
     VectorSearch,
     audit_hash,
 )

@@ -11,8 +11,18 @@ import pytest
 
 from retain.errors import InvalidInput
 from retain.record import MemoryRecord, new_id
-from retain.store import ALL_RECORDS, AuditEntry, SQLiteStore, Store
-from retain.store.base import AppendAudit, Edge, EdgeType, ListEdges, PutEdges, PutRecords
+from retain.store import (
+    ALL_RECORDS,
+    AppendAudit,
+    AuditEntry,
+    Edge,
+    EdgeType,
+    ListEdges,
+    PutEdges,
+    PutRecords,
+    SQLiteStore,
+    Store,
+)
 from retain.store.sqlite import SCHEMA_VERSION
 
 T0 = datetime(2024, 3, 1, 9, 30, 15, 123457, tzinfo=UTC)

@@ -34,7 +34,7 @@ from retain.eval.streams import Stream, StreamQuestion
 from retain.memory import Memory, NewMemory
 from retain.retrieval.fusion import PRESETS, LinearFusion, train_fusion
 from retain.retrieval.pool import candidates
-from retain.store.base import RecordFilter
+from retain.store import RecordFilter
 
 __all__ = [
     "CATEGORY_NAMES",

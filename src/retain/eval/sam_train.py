@@ -37,7 +37,7 @@ from retain.retrieval.fusion import PRESETS
 from retain.retrieval.pool import candidates, sam_inputs, state_pool
 from retain.state.agent import AgentState
 from retain.state.sam import TYPES, SamExample, StateScorer, train_state_scorer
-from retain.store.base import HOT_TIERS, RecordFilter
+from retain.store import HOT_TIERS, RecordFilter
 from retain.text.lexical import is_terse
 
 __all__ = [

@@ -60,7 +60,7 @@ from typing import Protocol
 import numpy as np
 
 from retain.record import MemoryRecord, MemoryType
-from retain.store.base import RecordFilter, Store
+from retain.store import RecordFilter, Store
 from retain.text.cues import correction_cues, explicit_cues, has_cue, mentions_cue
 from retain.text.lexical import STOPWORDS, index_terms, query_terms
 

@@ -27,7 +27,7 @@ from retain.retention.budget import is_mandatory
 from retain.safety.canary import is_canary
 from retain.state.agent import AgentState
 from retain.state.sam import PHASE_KEY
-from retain.store.base import AuditEntry, FindByHash, RecordFilter, RequireUnchanged, RequireUnique, Store
+from retain.store import AuditEntry, FindByHash, RecordFilter, RequireUnchanged, RequireUnique, Store
 from retain.text.temporal import time_refs_metadata
 
 if TYPE_CHECKING:

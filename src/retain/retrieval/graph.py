@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from retain.errors import InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, utcnow, validate_namespace
 from retain.safety.canary import is_canary
-from retain.store.base import (
+from retain.store import (
     AppendAudit,
     AuditEntry,
     Edge,

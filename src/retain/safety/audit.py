@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from retain.errors import InvalidInput, RetainError
 from retain.record import Tier, utc, utcnow, validate_namespace
-from retain.store.base import ALL_RECORDS, GENESIS_HASH, RawAudit, ReadAuditRaw, Store, audit_hash
+from retain.store import ALL_RECORDS, GENESIS_HASH, RawAudit, ReadAuditRaw, Store, audit_hash
 
 __all__ = [
     "ENTRY_FIELDS",

@@ -44,7 +44,7 @@ from retain.safety.observe import annotate, observed
 from retain.safety.redaction import redact_record, redact_value, scrub
 from retain.state.agent import AgentState
 from retain.state.sam import PHASE_KEY
-from retain.store.base import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance, RecordFilter, Store
+from retain.store import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance, RecordFilter, Store
 from retain.text.lexical import check_query
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from retain.errors import Forbidden, InvalidInput
 from retain.record import MemoryRecord, Tier, validate_namespace
 from retain.retention.budget import is_mandatory
 from retain.safety.redaction import scrub
-from retain.store.base import (
+from retain.store import (
     AppendAudit,
     AuditEntry,
     DeleteRecords,

@@ -45,7 +45,7 @@ from retain.retention.budget import is_mandatory
 from retain.retrieval.fusion import Hit
 from retain.safety.canary import is_canary
 from retain.safety.redaction import redact_record
-from retain.store.base import (
+from retain.store import (
     ALL_RECORDS,
     HOT_TIERS,
     AuditEntry,

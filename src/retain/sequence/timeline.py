@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from retain.errors import InvalidInput
 from retain.record import MemoryRecord, utc, validate_namespace
-from retain.store.base import RecordFilter
+from retain.store import RecordFilter
 
 if TYPE_CHECKING:
     from retain.memory import Memory

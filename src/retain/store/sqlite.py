@@ -34,14 +34,15 @@ import numpy.typing as npt
 from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, WriteConflict
 from retain.numeric.kernels import blocked_product
 from retain.record import MemoryRecord, MemoryType, Tier, read_only_json, search_text, utcnow
-from retain.store.base import (
-    GENESIS_HASH,
+from retain.store.audit_chain import GENESIS_HASH, AuditEntry, RawAudit, audit_hash
+from retain.store.base import Store
+from retain.store.edges import Edge
+from retain.store.filters import RecordFilter
+from retain.store.ops import (
     AppendAudit,
-    AuditEntry,
     CountRecords,
     DeleteNamespace,
     DeleteRecords,
-    Edge,
     FindByHash,
     GetProvenance,
     GetRecords,
@@ -55,17 +56,13 @@ from retain.store.base import (
     PutEdges,
     PutProvenance,
     PutRecords,
-    RawAudit,
     ReadAudit,
     ReadAuditRaw,
-    RecordFilter,
     RequireCurrent,
     RequireUnchanged,
     RequireUnique,
     ScoredId,
-    Store,
     VectorSearch,
-    audit_hash,
 )
 from retain.store.sqlite_edges import EDGES_MIGRATION, list_edges, purge_edges, put_edges
 from retain.text.lexical import index_terms

@@ -13,7 +13,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from retain.errors import InvalidInput
-from retain.store.base import Edge, EdgeType, ListEdges, PutEdges, check_edge
+from retain.store.edges import Edge, EdgeType, check_edge
+from retain.store.ops import ListEdges, PutEdges
 
 __all__ = ["EDGES_MIGRATION", "list_edges", "purge_edges", "put_edges"]
 
