@@ -62,7 +62,7 @@ HASHED_FIELDS: tuple[str, ...] = ("ts", "namespace", "op", "record_id", "actor",
 """The fields an entry's hash covers (with ``prev_hash``); ``seq`` is not hashed, its order is checked."""
 
 ENTRY_FIELDS: tuple[str, ...] = ("seq", *HASHED_FIELDS, "prev_hash", "hash")
-"""Every field of an audit entry as :class:`~retain.store.base.ReadAudit` returns it."""
+"""Every field of an audit entry as :class:`~retain.store.ReadAudit` returns it."""
 _ENTRY_SET = frozenset(ENTRY_FIELDS)
 
 MAX_PROBLEMS = 100

@@ -1,8 +1,8 @@
-"""The SQLite backend's edge handlers (:class:`~retain.store.base.PutEdges`,
-:class:`~retain.store.base.ListEdges`, and the purge that keeps edges from dangling).
+"""The SQLite backend's edge handlers (:class:`~retain.store.PutEdges`,
+:class:`~retain.store.ListEdges`, and the purge that keeps edges from dangling).
 
-Kept beside :mod:`retain.store.sqlite` so that module stays readable; the ``edges`` table is
-created by migration 3 there. Times are stored as integer UTC microseconds, like records.
+The ``edges`` table is created by migration 3 (:data:`EDGES_MIGRATION`, applied by
+:mod:`retain.store.sqlite_schema`). Times are stored as integer UTC microseconds, like records.
 """
 
 from __future__ import annotations
