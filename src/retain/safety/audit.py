@@ -133,115 +133,25 @@ def verify_chain(
         ``seq`` out of order), unreadable details. Never raises on malformed entries; they are
         reported.
     """
-    n = len(entries)
-    seqs = [_as_seq(e.get("seq")) for e in entries]
-    hashes = [e.get("hash") for e in entries]
-    position_of: dict[str, int] = {GENESIS_HASH: -1}
-    for p, h in enumerate(hashes):
-        if isinstance(h, str):
-            position_of.setdefault(h, p)
-    present = sorted({s for s in seqs if s is not None})
+    log = _Log(entries)
     found = _Findings()
-
-    def name(p: int) -> str:
-        seq = seqs[p]
-        return f"entry {seq}" if seq is not None else f"entry at position {p + 1}"
-
     prev_seq = 0
     for p, entry in enumerate(entries):
-        seq = seqs[p]
-        label = name(p)
         before = found.count_at(p)
         missing = [] if entry.keys() >= _ENTRY_SET else [k for k in ENTRY_FIELDS if k not in entry]
         if missing:
-            found.add(p, f"{label}: missing fields {', '.join(missing)}")
-
-        # sequence: consecutive from 1
-        expected = prev_seq + 1
-        if seq is None:
-            if "seq" not in missing:
-                found.add(p, f"{label}: sequence number {entry.get('seq')!r} is not an integer")
-        elif seq != expected:
-            if seq > expected and not _any_between(present, expected, seq):
-                found.add(p, f"{_missing(expected, seq - 1)} (gap in sequence)")
-            elif seq == prev_seq:
-                found.add(p, f"entry {seq} appears twice")
-            else:
-                follows = f"entry {prev_seq}" if p else "the start of the log"
-                found.add(p, f"entry {seq} out of sequence order (follows {follows})")
-        prev_seq = seq if seq is not None else expected
-
-        # the entry's own hash
-        details = entry.get("details")
-        readable = True
-        if isinstance(details, str | bytes | bytearray):
-            try:
-                details = json.loads(details)
-            except ValueError:
-                readable = False
-                if p == n - 1:
-                    found.add(
-                        p, f"last entry ({seq if seq is not None else p + 1}) truncated / unreadable JSON in details"
-                    )
-                else:
-                    found.add(p, f"{label}: unreadable JSON in details (corrupted)")
-        stored_prev = entry.get("prev_hash")
-        if not isinstance(stored_prev, str):
-            found.add(p, f"{label}: prev_hash {stored_prev!r} is not a string")
-        elif readable:
-            fields = {k: entry.get(k) for k in HASHED_FIELDS}
-            fields["details"] = dict(details) if isinstance(details, Mapping) else details
-            try:
-                recomputed: str | None = audit_hash(stored_prev, fields)
-            except (TypeError, ValueError):
-                recomputed = None
-                found.add(p, f"{label}: fields are not JSON-serialisable (corrupted)")
-            if recomputed is not None and recomputed != hashes[p]:
-                found.add(p, f"{label}: hash mismatch (changed)")
-
-        # the link to the entry stored before it
-        link = GENESIS_HASH if p == 0 else hashes[p - 1]
-        if stored_prev != link:
-            pred = name(p - 1) if p else "the genesis hash"
-            q = position_of.get(stored_prev) if isinstance(stored_prev, str) else None
-            if q is None:
-                # Nothing references the predecessor's hash: either it was rewritten (blame it) or this
-                # entry was (it then fails a check of its own) or entries between were removed (gap).
-                blame = p if found.count_at(p) > before else max(p - 1, 0)
-                found.add(blame, f"{label}: prev_hash does not match {pred} (changed, reordered or removed)")
-            else:
-                target = "the genesis hash" if q == -1 else name(q)
-                blame = q + 1 if q < p - 1 else p  # entries q+1 .. p-1 are not part of the chain
-                found.add(
-                    blame, f"{label}: prev_hash does not match {pred}; it points to {target} (inserted or reordered)"
-                )
-
+            found.add(p, f"{log.name(p)}: missing fields {', '.join(missing)}")
+        prev_seq = _check_sequence(log, found, p, prev_seq, seq_missing="seq" in missing)
+        _check_hash(log, found, p)
+        _check_link(log, found, p, before)
     if last_seq is not None:
-        if prev_seq < last_seq:
-            found.add(
-                n, f"{_missing(prev_seq + 1, last_seq)} at the end of the log (the store's counter is at {last_seq})"
-            )
-        elif prev_seq > last_seq:
-            first = next(p for p, s in enumerate(seqs) if s is not None and s > last_seq)
-            found.add(first, f"entries after {last_seq} are past the store's counter (not written by the store)")
-
+        _check_counter(log, found, prev_seq, last_seq)
     if checkpoints:
-        position_of_seq: dict[int, int] = {}
-        for p, s in enumerate(seqs):
-            if s is not None:
-                position_of_seq.setdefault(s, p)
-        trusted = 0  # positions before this one are vouched for by a matching checkpoint
-        for cseq, chash in sorted(checkpoints.items()):
-            p = position_of_seq.get(cseq, -1)
-            if p < 0:
-                found.add(trusted, f"checkpoint entry {cseq} is not in the log (removed or renumbered)")
-            elif hashes[p] != chash:
-                found.add(trusted, f"entry {cseq}: hash differs from the checkpoint (rewritten at or before it)")
-            else:
-                trusted = p + 1
+        _check_checkpoints(log, found, checkpoints)
 
-    head_seq = seqs[-1] if n else None
-    head_hash = hashes[-1] if n and isinstance(hashes[-1], str) else None
+    n = len(entries)
+    head_seq = log.seqs[-1] if n else None
+    head_hash = log.hashes[-1] if n and isinstance(log.hashes[-1], str) else None
     # Every finding at position p is blamed on p or earlier, and positions before the earliest
     # blame passed every check, so their seqs run 1..p: the earliest untrusted seq is p + 1.
     first_bad = None if found.empty else found.first + 1
@@ -253,6 +163,121 @@ def verify_chain(
         head_seq=head_seq,
         head_hash=head_hash,
     )
+
+
+class _Log:
+    """The entries under verification with what every check looks up: each position's seq (None
+    when not an int) and stored hash, the first position of each hash, and the seqs present."""
+
+    def __init__(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        self.entries = entries
+        self.seqs = [_as_seq(e.get("seq")) for e in entries]
+        self.hashes = [e.get("hash") for e in entries]
+        self.position_of: dict[str, int] = {GENESIS_HASH: -1}
+        for p, h in enumerate(self.hashes):
+            if isinstance(h, str):
+                self.position_of.setdefault(h, p)
+        self.present = sorted({s for s in self.seqs if s is not None})
+
+    def name(self, p: int) -> str:
+        seq = self.seqs[p]
+        return f"entry {seq}" if seq is not None else f"entry at position {p + 1}"
+
+
+def _check_sequence(log: _Log, found: _Findings, p: int, prev_seq: int, *, seq_missing: bool) -> int:
+    """Sequence numbers run consecutively from 1: report a gap, a repeat or a step back at ``p``;
+    return the seq the next entry follows."""
+    seq, expected = log.seqs[p], prev_seq + 1
+    if seq is None:
+        if not seq_missing:
+            found.add(p, f"{log.name(p)}: sequence number {log.entries[p].get('seq')!r} is not an integer")
+    elif seq != expected:
+        if seq > expected and not _any_between(log.present, expected, seq):
+            found.add(p, f"{_missing(expected, seq - 1)} (gap in sequence)")
+        elif seq == prev_seq:
+            found.add(p, f"entry {seq} appears twice")
+        else:
+            follows = f"entry {prev_seq}" if p else "the start of the log"
+            found.add(p, f"entry {seq} out of sequence order (follows {follows})")
+    return seq if seq is not None else expected
+
+
+def _check_hash(log: _Log, found: _Findings, p: int) -> None:
+    """The entry's own hash, recomputed over its stored ``prev_hash`` and fields (details parsed
+    when stored as text; unreadable details are reported instead)."""
+    entry, seq, label = log.entries[p], log.seqs[p], log.name(p)
+    details = entry.get("details")
+    readable = True
+    if isinstance(details, str | bytes | bytearray):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            readable = False
+            if p == len(log.entries) - 1:
+                found.add(p, f"last entry ({seq if seq is not None else p + 1}) truncated / unreadable JSON in details")
+            else:
+                found.add(p, f"{label}: unreadable JSON in details (corrupted)")
+    stored_prev = entry.get("prev_hash")
+    if not isinstance(stored_prev, str):
+        found.add(p, f"{label}: prev_hash {stored_prev!r} is not a string")
+    elif readable:
+        fields = {k: entry.get(k) for k in HASHED_FIELDS}
+        fields["details"] = dict(details) if isinstance(details, Mapping) else details
+        try:
+            recomputed: str | None = audit_hash(stored_prev, fields)
+        except (TypeError, ValueError):
+            recomputed = None
+            found.add(p, f"{label}: fields are not JSON-serialisable (corrupted)")
+        if recomputed is not None and recomputed != log.hashes[p]:
+            found.add(p, f"{label}: hash mismatch (changed)")
+
+
+def _check_link(log: _Log, found: _Findings, p: int, before: int) -> None:
+    """The entry's ``prev_hash`` names the entry stored before it (the genesis hash for the first);
+    ``before`` is the number of findings at ``p`` before this entry's checks."""
+    stored_prev = log.entries[p].get("prev_hash")
+    link = GENESIS_HASH if p == 0 else log.hashes[p - 1]
+    if stored_prev == link:
+        return
+    label = log.name(p)
+    pred = log.name(p - 1) if p else "the genesis hash"
+    q = log.position_of.get(stored_prev) if isinstance(stored_prev, str) else None
+    if q is None:
+        # Nothing references the predecessor's hash: either it was rewritten (blame it) or this
+        # entry was (it then fails a check of its own) or entries between were removed (gap).
+        blame = p if found.count_at(p) > before else max(p - 1, 0)
+        found.add(blame, f"{label}: prev_hash does not match {pred} (changed, reordered or removed)")
+    else:
+        target = "the genesis hash" if q == -1 else log.name(q)
+        blame = q + 1 if q < p - 1 else p  # entries q+1 .. p-1 are not part of the chain
+        found.add(blame, f"{label}: prev_hash does not match {pred}; it points to {target} (inserted or reordered)")
+
+
+def _check_counter(log: _Log, found: _Findings, prev_seq: int, last_seq: int) -> None:
+    """The log ends at the seq the store's counter holds: fewer entries mean the newest were removed."""
+    n = len(log.entries)
+    if prev_seq < last_seq:
+        found.add(n, f"{_missing(prev_seq + 1, last_seq)} at the end of the log (the store's counter is at {last_seq})")
+    elif prev_seq > last_seq:
+        first = next(p for p, s in enumerate(log.seqs) if s is not None and s > last_seq)
+        found.add(first, f"entries after {last_seq} are past the store's counter (not written by the store)")
+
+
+def _check_checkpoints(log: _Log, found: _Findings, checkpoints: Mapping[int, str]) -> None:
+    """Each ``{seq: hash}`` recorded outside the store matches the entry's stored hash."""
+    position_of_seq: dict[int, int] = {}
+    for p, s in enumerate(log.seqs):
+        if s is not None:
+            position_of_seq.setdefault(s, p)
+    trusted = 0  # positions before this one are vouched for by a matching checkpoint
+    for cseq, chash in sorted(checkpoints.items()):
+        p = position_of_seq.get(cseq, -1)
+        if p < 0:
+            found.add(trusted, f"checkpoint entry {cseq} is not in the log (removed or renumbered)")
+        elif log.hashes[p] != chash:
+            found.add(trusted, f"entry {cseq}: hash differs from the checkpoint (rewritten at or before it)")
+        else:
+            trusted = p + 1
 
 
 def read_audit_raw(store: Store) -> RawAudit:
