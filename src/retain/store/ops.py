@@ -280,11 +280,11 @@ class ReadAudit:
 
 @dataclass(frozen=True, slots=True)
 class ReadAuditRaw:
-    """Result: :class:`RawAudit`, the whole audit log (every namespace) as stored, with the backend's
-    sequence counter and the state of its append-only guards, read in one transaction so that they
-    agree. Answered by backends with ``supports_raw_audit`` (verification reads a corrupted row
-    instead of failing on it); an error reading the table itself is the backend's own (for SQLite,
-    ``sqlite3.DatabaseError``)."""
+    """Result: :class:`~retain.store.RawAudit`, the whole audit log (every namespace) as stored, with
+    the backend's sequence counter and the state of its append-only guards, read in one transaction
+    so that they agree. Answered by backends with ``supports_raw_audit`` (verification reads a
+    corrupted row instead of failing on it); an error reading the table itself is the backend's own
+    (for SQLite, ``sqlite3.DatabaseError``)."""
 
 
 @dataclass(frozen=True, slots=True)
