@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
 
 from retain.errors import InvalidInput
 from retain.store.edges import Edge, EdgeType, check_edge
 from retain.store.ops import ListEdges, PutEdges
+from retain.store.sqlite_rows import from_us, to_us
 
 __all__ = ["EDGES_MIGRATION", "list_edges", "purge_edges", "put_edges"]
 
@@ -32,8 +32,6 @@ EDGES_MIGRATION = """
     CREATE INDEX edges_ns_dst ON edges (namespace, dst);
 """
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 _CHUNK = 400
 _DIRECTIONS = ("out", "in", "both")
 
@@ -72,7 +70,7 @@ def put_edges(conn: sqlite3.Connection, op: PutEdges) -> None:
                 e.dst,
                 e.type.value,
                 e.weight,
-                (e.created_at.astimezone(UTC) - _EPOCH) // _MICROSECOND,
+                to_us(e.created_at),
                 json.dumps(dict(e.metadata), ensure_ascii=False, sort_keys=True),
             )
             for e in edges
@@ -132,7 +130,7 @@ def _row_to_edge(row: tuple[object, ...]) -> Edge:
         dst=str(dst),
         type=EdgeType(str(kind)),
         weight=weight,
-        created_at=_EPOCH + timedelta(microseconds=created_us),
+        created_at=from_us(created_us),
         metadata=json.loads(metadata),
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -38,12 +38,28 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
+@overload
+def to_us(value: datetime) -> int: ...
+@overload
+def to_us(value: None) -> None: ...
+@overload
+def to_us(value: datetime | None) -> int | None: ...
+
+
 def to_us(value: datetime | None) -> int | None:
     """An aware datetime as integer microseconds since the Unix epoch, UTC (None stays None)."""
     # Integer arithmetic: float timestamps lose a microsecond on about 2% of times.
     if value is None:
         return None
     return (value.astimezone(UTC) - _EPOCH) // _MICROSECOND
+
+
+@overload
+def from_us(value: int) -> datetime: ...
+@overload
+def from_us(value: None) -> None: ...
+@overload
+def from_us(value: int | None) -> datetime | None: ...
 
 
 def from_us(value: int | None) -> datetime | None:
