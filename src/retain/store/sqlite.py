@@ -14,6 +14,12 @@
   namespace), a rolled-back write or another connection's commit drops everything. Records handed
   out are shared between calls; they are frozen values, and their ``metadata`` is read-only at every
   depth (:func:`retain.record.read_only_json`: a change raises ``TypeError``).
+
+This module holds the store, its transactions and caches, and the record handlers; the other parts
+sit beside it: :mod:`~retain.store.sqlite_schema` (the folder check and the migrations),
+:mod:`~retain.store.sqlite_rows` (records as rows, filters as SQL), :mod:`~retain.store.sqlite_index`
+(the dense index and scan), :mod:`~retain.store.sqlite_audit` (audit log and provenance),
+:mod:`~retain.store.sqlite_edges` (edges).
 """
 
 from __future__ import annotations
