@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from retain.safety.audit import VerifyReport, verify_chain, verify_store
-from retain.store.base import AppendAudit, AuditEntry
-from retain.store.sqlite import GENESIS_HASH, SQLiteStore, audit_hash
+from retain.store import GENESIS_HASH, AppendAudit, AuditEntry, audit_hash
+from retain.store.sqlite import SQLiteStore
 
 Entry = dict[str, Any]
 HASHED = ("ts", "namespace", "op", "record_id", "actor", "reason", "policy", "details")

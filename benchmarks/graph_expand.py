@@ -24,7 +24,7 @@ from retain.encoders.basis import HashingEncoder
 from retain.ingest.draft import NewMemory
 from retain.memory import Memory
 from retain.retrieval.graph import expand_hits, graph_importance
-from retain.store.base import HOT_TIERS, Edge, EdgeType, RecordFilter
+from retain.store import HOT_TIERS, Edge, EdgeType, RecordFilter
 
 WORDS = (  # noqa: SIM905
     "kayak river hotel museum budget flight visa ticket train dinner lunch coffee hiking tent stove "

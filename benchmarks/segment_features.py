@@ -28,7 +28,7 @@ from retain.memory import Memory
 from retain.retrieval.fusion import PRESETS
 from retain.retrieval.pool import candidates
 from retain.sequence.segments import SegmentIndex
-from retain.store.base import RecordFilter
+from retain.store import RecordFilter
 
 
 def build(data: str | None) -> list[tuple[QuestionPool, npt.NDArray[np.float64]]]:

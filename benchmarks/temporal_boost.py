@@ -30,7 +30,7 @@ from retain.memory import Memory
 from retain.retrieval.fusion import PRESETS
 from retain.retrieval.pool import candidates
 from retain.retrieval.search import fuse
-from retain.store.base import RecordFilter
+from retain.store import RecordFilter
 from retain.text.temporal import resolve_times, time_features
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"

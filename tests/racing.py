@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from retain.memory import Memory
-from retain.store.base import DeleteRecords, FindByHash, Op, PutRecords
+from retain.store import DeleteRecords, FindByHash, Op, PutRecords
 
 
 def on_batch(

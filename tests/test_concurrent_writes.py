@@ -20,8 +20,7 @@ from retain.memory import Memory
 from retain.retention.budget import Budget
 from retain.safety.audit import verify_store
 from retain.sequence.segments import is_summary
-from retain.store import ALL_RECORDS
-from retain.store.base import PutRecords, RequireCurrent
+from retain.store import ALL_RECORDS, PutRecords, RequireCurrent
 
 DIM = 64
 NS = "shared"
@@ -196,7 +195,7 @@ def test_untrusted_forget_racing_a_pin_does_not_purge_the_pinned_record(
 
 def test_retry_on_conflict_runs_again_on_write_conflict_only_and_at_most_write_attempts_times() -> None:
     from retain.errors import InvalidInput, WriteConflict
-    from retain.store.base import WRITE_ATTEMPTS, retry_on_conflict
+    from retain.store import WRITE_ATTEMPTS, retry_on_conflict
 
     calls: list[int] = []
 

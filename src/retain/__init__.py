@@ -35,8 +35,7 @@ from retain.safety.integrity import ForgetReport, RetentionReport
 from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder, StatePerceiver
 from retain.state.scorer import StateScorer
-from retain.store import RecordFilter, SQLiteStore, Store
-from retain.store.base import Edge, EdgeType
+from retain.store import Edge, EdgeType, RecordFilter, SQLiteStore, Store
 from retain.text.classify import classify, classify_with_reason
 from retain.text.temporal import TimeRef, parse_query_time, resolve_times
 

@@ -28,7 +28,7 @@ from retain.safety.observe import observed, offered
 from retain.state.agent import StateEncoder
 from retain.state.candidates import CandidateMemo
 from retain.state.scorer import StateScorer
-from retain.store.base import ALL_RECORDS, AuditEntry, RecordFilter, Store
+from retain.store import ALL_RECORDS, AuditEntry, RecordFilter, Store
 from retain.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:

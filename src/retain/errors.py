@@ -33,8 +33,8 @@ class TextTooLong(InvalidInput):
 
 
 class WriteConflict(InvalidInput):
-    """A batch guarded by :class:`~retain.store.base.RequireUnchanged` (or
-    :class:`~retain.store.base.RequireUnique`) found that what the caller read before writing no
+    """A batch guarded by :class:`~retain.store.RequireUnchanged` (or
+    :class:`~retain.store.RequireUnique`) found that what the caller read before writing no
     longer holds: another connection or process deleted, superseded or moved a record since. The
     whole batch rolled back: nothing was written; reading again and retrying is safe for the store
     (an operation with effects outside it, such as ``Memory.feedback``'s step of the in-process
@@ -43,7 +43,7 @@ class WriteConflict(InvalidInput):
 
 
 class DuplicateContent(WriteConflict):
-    """A batch guarded by :class:`~retain.store.base.RequireUnique` found a current record with the
+    """A batch guarded by :class:`~retain.store.RequireUnique` found a current record with the
     same content (and role, segment, position) already in the namespace, written by another
     connection since the caller looked. The whole batch rolled back: nothing was written.
 

@@ -36,7 +36,7 @@ from retain.sequence import segments, timeline
 from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder
 from retain.state.scorer import StateScorer
-from retain.store.base import HOT_TIERS, Edge, EdgeType, RecordFilter, Store
+from retain.store import HOT_TIERS, Edge, EdgeType, RecordFilter, Store
 from retain.store.sqlite import SQLiteStore
 
 __all__ = ["Memory"]
@@ -244,7 +244,7 @@ class Memory:
             InvalidInput, TextTooLong: as :meth:`add`, naming the index of the bad item.
             WriteConflict: (an InvalidInput) other writers stored texts of this call
                 (DuplicateContent) or changed records it found again on each of
-                :data:`~retain.store.base.WRITE_ATTEMPTS` attempts; nothing was written.
+                :data:`~retain.store.WRITE_ATTEMPTS` attempts; nothing was written.
         """
         return write.add_many(self._core, items, namespace=namespace, actor=actor)
 

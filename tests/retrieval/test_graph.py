@@ -15,8 +15,7 @@ from retain.errors import InvalidInput, RecordNotFound
 from retain.ingest.draft import NewMemory
 from retain.memory import Memory
 from retain.retrieval.graph import extract_entities, graph_importance, personalized_pagerank
-from retain.store import Store
-from retain.store.base import EdgeType
+from retain.store import EdgeType, Store
 
 StoreFactory = Callable[[Path], Store]
 

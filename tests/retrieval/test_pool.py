@@ -15,7 +15,7 @@ from retain.memory import Memory
 from retain.retrieval.fusion import FEATURE_NAMES, PRESETS, SearchConfig, relation_query
 from retain.retrieval.pool import Pool, candidates
 from retain.state.agent import AgentState, StateEncoder
-from retain.store.base import RecordFilter
+from retain.store import RecordFilter
 
 NS = "agent-1"
 

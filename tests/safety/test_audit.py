@@ -33,8 +33,7 @@ from retain.safety.audit import (
     verify_chain,
     verify_store,
 )
-from retain.store import SQLiteStore, Store
-from retain.store.sqlite import GENESIS_HASH, audit_hash
+from retain.store import GENESIS_HASH, SQLiteStore, Store, audit_hash
 
 N = 10_000
 SEED = 1729
@@ -478,6 +477,34 @@ def test_other_backends_are_verified_through_audit_log(db: Path) -> None:
         store.close()
     assert not report.ok and report.first_bad_seq is None
     assert report.problems[0].startswith("audit log unreadable (JSONDecodeError")
+
+
+def test_an_audit_table_that_cannot_be_read_is_reported(db: Path) -> None:
+    raw_sql(db, "DROP TABLE audit", restore_triggers=False)
+    report = verify_file(db)
+    assert not report.ok and report.entries == 0 and report.first_bad_seq is None
+    assert report.problems == ["audit table unreadable: no such table: audit"]
+
+
+class RawProxyStore(ProxyStore):
+    """A backend that is not SQLiteStore but answers ReadAuditRaw: verify_store reads it raw."""
+
+    supports_raw_audit = True
+
+
+def test_backends_answering_the_raw_read_are_verified_through_the_contract(db: Path) -> None:
+    store = RawProxyStore(SQLiteStore(db))
+    store.setup()
+    try:
+        assert verify_store(store).ok
+        raw_sql(db, "UPDATE audit SET details = '{\"a\": 1' WHERE seq = 12")
+        report = verify_store(store)
+    finally:
+        store.close()
+    assert not report.ok and report.first_bad_seq == 12
+    assert report.problems == ["last entry (12) truncated / unreadable JSON in details"]
+    with pytest.raises(InvalidInput, match="supports_raw_audit"):
+        read_audit_raw(ProxyStore(SQLiteStore()))
 
 
 # --- snapshots --------------------------------------------------------------------------------

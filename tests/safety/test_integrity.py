@@ -12,8 +12,7 @@ from racing import on_batch, writes_records
 from retain import BudgetInfeasible, Forbidden, HashingEncoder, Memory, MemoryConfig, MemoryType, Tier
 from retain.errors import WriteConflict
 from retain.retention.budget import Budget
-from retain.store import ALL_RECORDS
-from retain.store.base import RecordFilter
+from retain.store import ALL_RECORDS, RecordFilter
 
 NS = "trip-42"
 CONSTRAINTS = ("The total budget must stay under 5000 EUR.", "Must be home by Aug 18.", "No flights before 7am.")

@@ -11,8 +11,18 @@ import pytest
 
 from retain.errors import InvalidInput
 from retain.record import MemoryRecord, new_id
-from retain.store import ALL_RECORDS, AuditEntry, SQLiteStore, Store
-from retain.store.base import AppendAudit, Edge, EdgeType, ListEdges, PutEdges, PutRecords
+from retain.store import (
+    ALL_RECORDS,
+    AppendAudit,
+    AuditEntry,
+    Edge,
+    EdgeType,
+    ListEdges,
+    PutEdges,
+    PutRecords,
+    SQLiteStore,
+    Store,
+)
 from retain.store.sqlite import SCHEMA_VERSION
 
 T0 = datetime(2024, 3, 1, 9, 30, 15, 123457, tzinfo=UTC)
@@ -155,13 +165,13 @@ def test_list_edges_refuses_an_unknown_direction(store: Store) -> None:
 
 def test_sqlite_migration_3_adds_the_edges_table_to_a_version_2_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """SQLite only: a file at schema 2 (before edges) gains the table and keeps its records."""
-    from retain.store.sqlite import MIGRATIONS, _split_sql
+    from retain.store.sqlite_schema import MIGRATIONS, split_sql
 
     assert SCHEMA_VERSION >= 3
     path = tmp_path / "v2.db"
     raw = sqlite3.connect(path)
     for version in range(2):
-        for statement in _split_sql(MIGRATIONS[version]):
+        for statement in split_sql(MIGRATIONS[version]):
             raw.execute(statement)
     raw.execute("PRAGMA user_version = 2")
     raw.commit()

@@ -35,7 +35,7 @@ from retain.ingest.draft import NewMemory
 from retain.memory import Memory
 from retain.retrieval.fusion import PRESETS, LinearFusion, train_fusion
 from retain.retrieval.pool import candidates
-from retain.store.base import RecordFilter
+from retain.store import RecordFilter
 
 __all__ = [
     "CATEGORY_NAMES",

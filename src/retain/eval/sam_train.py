@@ -39,7 +39,7 @@ from retain.state.agent import AgentState
 from retain.state.candidates import TYPES
 from retain.state.scorer import StateScorer
 from retain.state.training import SamExample, train_state_scorer
-from retain.store.base import HOT_TIERS, RecordFilter
+from retain.store import HOT_TIERS, RecordFilter
 from retain.text.lexical import is_terse
 
 __all__ = [

@@ -63,7 +63,7 @@ from retain.ingest.signals import (
     value_slots,
 )
 from retain.record import MemoryRecord, MemoryType
-from retain.store.base import RecordFilter, Store
+from retain.store import RecordFilter, Store
 from retain.text.cues import correction_cues, explicit_cues
 from retain.text.lexical import query_terms
 

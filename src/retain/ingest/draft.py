@@ -28,7 +28,7 @@ from retain.retention.budget import is_mandatory
 from retain.safety.canary import is_canary
 from retain.state.agent import AgentState
 from retain.state.candidates import PHASE_KEY
-from retain.store.base import AuditEntry, FindByHash, RecordFilter, RequireUnchanged, RequireUnique, Store
+from retain.store import AuditEntry, FindByHash, RecordFilter, RequireUnchanged, RequireUnique, Store
 from retain.text.temporal import time_refs_metadata
 
 if TYPE_CHECKING:
@@ -300,8 +300,8 @@ def look_up_duplicates(
 
     Returns (one id per draft: the existing record's, else the draft's first record's; the records
     to write; archived records said again, moved back to a hot tier; the
-    :class:`~retain.store.base.RequireUnique` guard of each new deduplicated record id, and the
-    :class:`~retain.store.base.RequireUnchanged` guard of each existing record found, current and in
+    :class:`~retain.store.RequireUnique` guard of each new deduplicated record id, and the
+    :class:`~retain.store.RequireUnchanged` guard of each existing record found, current and in
     the tier it was found in: both re-check the look-up in the write transaction, so a record
     deleted or superseded meanwhile is neither written back from a stale copy nor handed out).
     """

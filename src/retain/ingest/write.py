@@ -1,7 +1,7 @@
 """The write path over a :class:`~retain.core.Core`: add, update, feedback, delete.
 
 :func:`add_many` validates every item and drafts it (:mod:`retain.ingest.draft`), then writes one
-attempt (:func:`write_drafts`) under :func:`~retain.store.base.retry_on_conflict`: duplicates are
+attempt (:func:`write_drafts`) under :func:`~retain.store.retry_on_conflict`: duplicates are
 looked up, the rest embedded, merged into paraphrases, linked to the records they supersede, given
 edges (:mod:`retain.retrieval.graph`) and an importance (EMBER's utility model), offered to the budget
 (:meth:`~retain.core.Core.apply_budget`) and stored in one transaction with their audit entries,
@@ -36,7 +36,7 @@ from retain.safety import integrity
 from retain.safety.observe import added, observed, superseded
 from retain.safety.redaction import scrub
 from retain.state.candidates import content_terms
-from retain.store.base import (
+from retain.store import (
     AppendAudit,
     AuditEntry,
     Edge,
@@ -66,12 +66,12 @@ def add_many(
     Every item is validated before anything is written: one bad item stores none of them.
 
     With ``config.dedupe`` the duplicate check is atomic with the write: each new record is
-    stored under a :class:`~retain.store.base.RequireUnique` guard in the write transaction, so
+    stored under a :class:`~retain.store.RequireUnique` guard in the write transaction, so
     writers on other connections or processes adding the same text at once store it once. When
     another writer stored one of the texts after this call looked, nothing of this call is
     written and it starts over from the look-up (it then returns that record's id), up to
-    :data:`~retain.store.base.WRITE_ATTEMPTS` times. The existing records the look-up found are guarded the same
-    way (:class:`~retain.store.base.RequireUnchanged`): one deleted or superseded meanwhile is
+    :data:`~retain.store.WRITE_ATTEMPTS` times. The existing records the look-up found are guarded the same
+    way (:class:`~retain.store.RequireUnchanged`): one deleted or superseded meanwhile is
     neither restored from a stale copy nor returned as the id of an item; the call starts over.
     So are the records it supersedes, merges paraphrases into or evicts: none deleted or
     superseded by another writer meanwhile is written back.
@@ -80,7 +80,7 @@ def add_many(
         InvalidInput, TextTooLong: as :meth:`retain.Memory.add`, naming the index of the bad item.
         WriteConflict: (an InvalidInput) other writers stored texts of this call
             (DuplicateContent) or changed records it found again on each of
-            :data:`~retain.store.base.WRITE_ATTEMPTS` attempts; nothing was written.
+            :data:`~retain.store.WRITE_ATTEMPTS` attempts; nothing was written.
     """
     validate_namespace(namespace)
     check_actor_name(actor)
@@ -126,8 +126,8 @@ def write_drafts(
 ) -> list[str]:
     """One attempt of :func:`add_many` over validated ``drafts``: look up duplicates, then
     write the rest in one transaction, each deduplicated new record under a
-    :class:`~retain.store.base.RequireUnique` guard and each existing record found under a
-    :class:`~retain.store.base.RequireUnchanged` one; the stored records it supersedes, merges into or
+    :class:`~retain.store.RequireUnique` guard and each existing record found under a
+    :class:`~retain.store.RequireUnchanged` one; the stored records it supersedes, merges into or
     evicts (written back as changed copies of what it read) must still be there and current. Raises
     WriteConflict (nothing written) when a guard fails."""
     explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
@@ -311,7 +311,7 @@ def update(
         BudgetInfeasible: with a budget, the new version is mandatory and does not fit.
         WriteConflict: on every attempt another writer deleted, superseded or moved a record the
             budget evicted (or moved the old version) between the read and the write; nothing
-            written. Each attempt reads again (up to :data:`~retain.store.base.WRITE_ATTEMPTS`).
+            written. Each attempt reads again (up to :data:`~retain.store.WRITE_ATTEMPTS`).
     """
     reason = scrub(reason)  # the audit log never holds a raw secret
     return retry_on_conflict(lambda: _update_once(core, id, content, namespace, actor, reason, fields))
@@ -368,7 +368,7 @@ def delete(core: Core, id: str, *, namespace: str, actor: str = "user", reason: 
 
     The versions are re-checked in the purge's transaction: when another writer adds a version
     (or pins or moves one) between the look-up and the purge, the delete starts over and purges
-    that version too (up to :data:`~retain.store.base.WRITE_ATTEMPTS` times).
+    that version too (up to :data:`~retain.store.WRITE_ATTEMPTS` times).
 
     Raises:
         RecordNotFound: no record ``id`` in ``namespace``.

@@ -25,7 +25,7 @@ import numpy as np
 from retain.errors import BudgetInfeasible, InvalidInput
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.policies import INCREMENTAL_POLICIES, Decision, IncrementalRetainer
-from retain.store.base import AuditEntry
+from retain.store import AuditEntry
 
 __all__ = ["BUDGET_POLICIES", "Budget", "BudgetUnit", "HotSet", "eviction_entries", "is_mandatory"]
 

@@ -1,6 +1,6 @@
 """The memory graph: typed edges between the records of one namespace.
 
-Edges (:class:`~retain.store.base.Edge`, ``src -> dst``) are stored by the store beside the records
+Edges (:class:`~retain.store.Edge`, ``src -> dst``) are stored by the store beside the records
 and vanish with them. This module decides which edges a write creates, expands search hits along
 edges, and propagates importance over the graph:
 
@@ -39,7 +39,7 @@ from retain.config import DEFAULT_GRAPH_CONFIG, GraphConfig
 from retain.errors import InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, utcnow, validate_namespace
 from retain.safety.canary import is_canary
-from retain.store.base import (
+from retain.store import (
     AppendAudit,
     AuditEntry,
     Edge,
@@ -578,9 +578,9 @@ def propagate_importance(
     after, ppr). Returns id -> new importance for the records changed (empty when no record has
     been used yet and no seeds are given: nothing to propagate, nothing written).
 
-    Each record is written back only if still as read (:class:`~retain.store.base.RequireUnchanged`):
+    Each record is written back only if still as read (:class:`~retain.store.RequireUnchanged`):
     when another writer deletes, supersedes or moves one in between, nothing is written and the
-    propagation runs again on the store as it is now (up to :data:`~retain.store.base.WRITE_ATTEMPTS`).
+    propagation runs again on the store as it is now (up to :data:`~retain.store.WRITE_ATTEMPTS`).
 
     Raises:
         InvalidInput: bad seeds (see :func:`graph_importance`), ``mix`` outside [0, 1].

@@ -39,7 +39,7 @@ from retain.safety.redaction import redact_record
 from retain.sequence.segments import drop_index_summaries, is_index_summary
 from retain.state.agent import EncodedState
 from retain.state.candidates import CandidateMemo, Candidates, candidates_from_records
-from retain.store.base import RecordFilter, ScoredId, Store
+from retain.store import RecordFilter, ScoredId, Store
 from retain.text.lexical import index_terms, query_terms
 
 __all__ = [

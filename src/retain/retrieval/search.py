@@ -27,7 +27,7 @@ from retain.retrieval.graph import check_expand, expand_hits
 from retain.retrieval.pool import Pool, candidates, ranked_hits, sam_inputs, state_pool
 from retain.safety.observe import annotate, observed, searched
 from retain.state.agent import AgentState, EncodedState
-from retain.store.base import HOT_TIERS, RecordFilter
+from retain.store import HOT_TIERS, RecordFilter
 from retain.text.lexical import check_query, is_terse
 from retain.text.temporal import time_boost
 

@@ -2,7 +2,7 @@
 
 The audit log (:class:`retain.store.AuditEntry`) is append-only and hash-chained. Entry ``n`` stores
 ``prev_hash`` = the ``hash`` of entry ``n - 1`` (:data:`GENESIS_HASH` for entry 1) and ``hash`` =
-:func:`~retain.store.sqlite.audit_hash` (sha256) over ``prev_hash`` and the canonical JSON of its
+:func:`~retain.store.audit_hash` (sha256) over ``prev_hash`` and the canonical JSON of its
 eight fields :data:`HASHED_FIELDS`. :func:`verify_chain` recomputes every hash and checks every
 link and sequence number; :func:`verify_store` does it for a whole store.
 
@@ -17,8 +17,11 @@ What a hash chain can and cannot show:
   after it* leaves a valid chain. Only a hash recorded outside the store catches that
   (``checkpoints``; ``retain audit verify`` prints the head to record);
 * a chain that verifies says nothing about the next edit: :func:`verify_store` also fails when the
-  SQLite triggers that refuse UPDATE / DELETE on the audit table (:data:`APPEND_ONLY_TRIGGERS`) have
-  been dropped.
+  backend's append-only guards (for SQLite, the triggers that refuse UPDATE / DELETE on the audit
+  table) have been dropped.
+
+Everything here goes through the store contract (:class:`~retain.store.ReadAuditRaw`,
+:meth:`~retain.store.Store.audit_log`); nothing reads a backend's internals.
 
 Snapshots (:func:`snapshot`, :func:`diff`) record ids, content hashes and retention fields of every
 record of a namespace, never content, so two points in time can be compared after the fact.
@@ -27,18 +30,15 @@ record of a namespace, never content, so two points in time can be compared afte
 from __future__ import annotations
 
 import json
-import sqlite3
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Protocol
 
-from retain.errors import InvalidInput
-from retain.memory import Memory
+from retain.errors import InvalidInput, RetainError
 from retain.record import Tier, utc, utcnow, validate_namespace
-from retain.store.base import ALL_RECORDS, Store
-from retain.store.sqlite import GENESIS_HASH, SQLiteStore, audit_hash
+from retain.store import ALL_RECORDS, GENESIS_HASH, RawAudit, ReadAuditRaw, Store, audit_hash
 
 __all__ = [
     "ENTRY_FIELDS",
@@ -47,7 +47,7 @@ __all__ = [
     "MAX_PROBLEMS",
     "SNAPSHOT_FIELDS",
     "SNAPSHOT_FORMAT",
-    "RawAudit",
+    "HasStore",
     "Snapshot",
     "SnapshotDiff",
     "VerifyReport",
@@ -62,7 +62,7 @@ HASHED_FIELDS: tuple[str, ...] = ("ts", "namespace", "op", "record_id", "actor",
 """The fields an entry's hash covers (with ``prev_hash``); ``seq`` is not hashed, its order is checked."""
 
 ENTRY_FIELDS: tuple[str, ...] = ("seq", *HASHED_FIELDS, "prev_hash", "hash")
-"""Every field of an audit entry as :class:`~retain.store.base.ReadAudit` returns it."""
+"""Every field of an audit entry as :class:`~retain.store.ReadAudit` returns it."""
 _ENTRY_SET = frozenset(ENTRY_FIELDS)
 
 MAX_PROBLEMS = 100
@@ -133,115 +133,25 @@ def verify_chain(
         ``seq`` out of order), unreadable details. Never raises on malformed entries; they are
         reported.
     """
-    n = len(entries)
-    seqs = [_as_seq(e.get("seq")) for e in entries]
-    hashes = [e.get("hash") for e in entries]
-    position_of: dict[str, int] = {GENESIS_HASH: -1}
-    for p, h in enumerate(hashes):
-        if isinstance(h, str):
-            position_of.setdefault(h, p)
-    present = sorted({s for s in seqs if s is not None})
+    log = _Log(entries)
     found = _Findings()
-
-    def name(p: int) -> str:
-        seq = seqs[p]
-        return f"entry {seq}" if seq is not None else f"entry at position {p + 1}"
-
     prev_seq = 0
     for p, entry in enumerate(entries):
-        seq = seqs[p]
-        label = name(p)
         before = found.count_at(p)
         missing = [] if entry.keys() >= _ENTRY_SET else [k for k in ENTRY_FIELDS if k not in entry]
         if missing:
-            found.add(p, f"{label}: missing fields {', '.join(missing)}")
-
-        # sequence: consecutive from 1
-        expected = prev_seq + 1
-        if seq is None:
-            if "seq" not in missing:
-                found.add(p, f"{label}: sequence number {entry.get('seq')!r} is not an integer")
-        elif seq != expected:
-            if seq > expected and not _any_between(present, expected, seq):
-                found.add(p, f"{_missing(expected, seq - 1)} (gap in sequence)")
-            elif seq == prev_seq:
-                found.add(p, f"entry {seq} appears twice")
-            else:
-                follows = f"entry {prev_seq}" if p else "the start of the log"
-                found.add(p, f"entry {seq} out of sequence order (follows {follows})")
-        prev_seq = seq if seq is not None else expected
-
-        # the entry's own hash
-        details = entry.get("details")
-        readable = True
-        if isinstance(details, str | bytes | bytearray):
-            try:
-                details = json.loads(details)
-            except ValueError:
-                readable = False
-                if p == n - 1:
-                    found.add(
-                        p, f"last entry ({seq if seq is not None else p + 1}) truncated / unreadable JSON in details"
-                    )
-                else:
-                    found.add(p, f"{label}: unreadable JSON in details (corrupted)")
-        stored_prev = entry.get("prev_hash")
-        if not isinstance(stored_prev, str):
-            found.add(p, f"{label}: prev_hash {stored_prev!r} is not a string")
-        elif readable:
-            fields = {k: entry.get(k) for k in HASHED_FIELDS}
-            fields["details"] = dict(details) if isinstance(details, Mapping) else details
-            try:
-                recomputed: str | None = audit_hash(stored_prev, fields)
-            except (TypeError, ValueError):
-                recomputed = None
-                found.add(p, f"{label}: fields are not JSON-serialisable (corrupted)")
-            if recomputed is not None and recomputed != hashes[p]:
-                found.add(p, f"{label}: hash mismatch (changed)")
-
-        # the link to the entry stored before it
-        link = GENESIS_HASH if p == 0 else hashes[p - 1]
-        if stored_prev != link:
-            pred = name(p - 1) if p else "the genesis hash"
-            q = position_of.get(stored_prev) if isinstance(stored_prev, str) else None
-            if q is None:
-                # Nothing references the predecessor's hash: either it was rewritten (blame it) or this
-                # entry was (it then fails a check of its own) or entries between were removed (gap).
-                blame = p if found.count_at(p) > before else max(p - 1, 0)
-                found.add(blame, f"{label}: prev_hash does not match {pred} (changed, reordered or removed)")
-            else:
-                target = "the genesis hash" if q == -1 else name(q)
-                blame = q + 1 if q < p - 1 else p  # entries q+1 .. p-1 are not part of the chain
-                found.add(
-                    blame, f"{label}: prev_hash does not match {pred}; it points to {target} (inserted or reordered)"
-                )
-
+            found.add(p, f"{log.name(p)}: missing fields {', '.join(missing)}")
+        prev_seq = _check_sequence(log, found, p, prev_seq, seq_missing="seq" in missing)
+        _check_hash(log, found, p)
+        _check_link(log, found, p, before)
     if last_seq is not None:
-        if prev_seq < last_seq:
-            found.add(
-                n, f"{_missing(prev_seq + 1, last_seq)} at the end of the log (the store's counter is at {last_seq})"
-            )
-        elif prev_seq > last_seq:
-            first = next(p for p, s in enumerate(seqs) if s is not None and s > last_seq)
-            found.add(first, f"entries after {last_seq} are past the store's counter (not written by the store)")
-
+        _check_counter(log, found, prev_seq, last_seq)
     if checkpoints:
-        position_of_seq: dict[int, int] = {}
-        for p, s in enumerate(seqs):
-            if s is not None:
-                position_of_seq.setdefault(s, p)
-        trusted = 0  # positions before this one are vouched for by a matching checkpoint
-        for cseq, chash in sorted(checkpoints.items()):
-            p = position_of_seq.get(cseq, -1)
-            if p < 0:
-                found.add(trusted, f"checkpoint entry {cseq} is not in the log (removed or renumbered)")
-            elif hashes[p] != chash:
-                found.add(trusted, f"entry {cseq}: hash differs from the checkpoint (rewritten at or before it)")
-            else:
-                trusted = p + 1
+        _check_checkpoints(log, found, checkpoints)
 
-    head_seq = seqs[-1] if n else None
-    head_hash = hashes[-1] if n and isinstance(hashes[-1], str) else None
+    n = len(entries)
+    head_seq = log.seqs[-1] if n else None
+    head_hash = log.hashes[-1] if n and isinstance(log.hashes[-1], str) else None
     # Every finding at position p is blamed on p or earlier, and positions before the earliest
     # blame passed every check, so their seqs run 1..p: the earliest untrusted seq is p + 1.
     first_bad = None if found.empty else found.first + 1
@@ -255,54 +165,149 @@ def verify_chain(
     )
 
 
-class RawAudit(NamedTuple):
-    """The audit table as stored: ``entries`` with ``details`` as raw text, ``last_seq`` the
-    AUTOINCREMENT counter (highest seq ever assigned; None before the first entry)."""
+class _Log:
+    """The entries under verification with what every check looks up: each position's seq (None
+    when not an int) and stored hash, the first position of each hash, and the seqs present."""
 
-    entries: list[dict[str, Any]]
-    last_seq: int | None
-    triggers: frozenset[str] = frozenset()
+    def __init__(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        self.entries = entries
+        self.seqs = [_as_seq(e.get("seq")) for e in entries]
+        self.hashes = [e.get("hash") for e in entries]
+        self.position_of: dict[str, int] = {GENESIS_HASH: -1}
+        for p, h in enumerate(self.hashes):
+            if isinstance(h, str):
+                self.position_of.setdefault(h, p)
+        self.present = sorted({s for s in self.seqs if s is not None})
+
+    def name(self, p: int) -> str:
+        seq = self.seqs[p]
+        return f"entry {seq}" if seq is not None else f"entry at position {p + 1}"
 
 
-APPEND_ONLY_TRIGGERS = frozenset({"audit_no_update", "audit_no_delete"})
-"""Triggers of the SQLite schema that refuse UPDATE and DELETE on the audit table."""
+def _check_sequence(log: _Log, found: _Findings, p: int, prev_seq: int, *, seq_missing: bool) -> int:
+    """Sequence numbers run consecutively from 1: report a gap, a repeat or a step back at ``p``;
+    return the seq the next entry follows."""
+    seq, expected = log.seqs[p], prev_seq + 1
+    if seq is None:
+        if not seq_missing:
+            found.add(p, f"{log.name(p)}: sequence number {log.entries[p].get('seq')!r} is not an integer")
+    elif seq != expected:
+        if seq > expected and not _any_between(log.present, expected, seq):
+            found.add(p, f"{_missing(expected, seq - 1)} (gap in sequence)")
+        elif seq == prev_seq:
+            found.add(p, f"entry {seq} appears twice")
+        else:
+            follows = f"entry {prev_seq}" if p else "the start of the log"
+            found.add(p, f"entry {seq} out of sequence order (follows {follows})")
+    return seq if seq is not None else expected
 
 
-def read_audit_raw(store: SQLiteStore) -> RawAudit:
-    """Read the whole audit table of an SQLite store without interpreting it.
+def _check_hash(log: _Log, found: _Findings, p: int) -> None:
+    """The entry's own hash, recomputed over its stored ``prev_hash`` and fields (details parsed
+    when stored as text; unreadable details are reported instead)."""
+    entry, seq, label = log.entries[p], log.seqs[p], log.name(p)
+    details = entry.get("details")
+    readable = True
+    if isinstance(details, str | bytes | bytearray):
+        try:
+            details = json.loads(details)
+        except ValueError:
+            readable = False
+            if p == len(log.entries) - 1:
+                found.add(p, f"last entry ({seq if seq is not None else p + 1}) truncated / unreadable JSON in details")
+            else:
+                found.add(p, f"{label}: unreadable JSON in details (corrupted)")
+    stored_prev = entry.get("prev_hash")
+    if not isinstance(stored_prev, str):
+        found.add(p, f"{label}: prev_hash {stored_prev!r} is not a string")
+    elif readable:
+        fields = {k: entry.get(k) for k in HASHED_FIELDS}
+        fields["details"] = dict(details) if isinstance(details, Mapping) else details
+        try:
+            recomputed: str | None = audit_hash(stored_prev, fields)
+        except (TypeError, ValueError):
+            recomputed = None
+            found.add(p, f"{label}: fields are not JSON-serialisable (corrupted)")
+        if recomputed is not None and recomputed != log.hashes[p]:
+            found.add(p, f"{label}: hash mismatch (changed)")
+
+
+def _check_link(log: _Log, found: _Findings, p: int, before: int) -> None:
+    """The entry's ``prev_hash`` names the entry stored before it (the genesis hash for the first);
+    ``before`` is the number of findings at ``p`` before this entry's checks."""
+    stored_prev = log.entries[p].get("prev_hash")
+    link = GENESIS_HASH if p == 0 else log.hashes[p - 1]
+    if stored_prev == link:
+        return
+    label = log.name(p)
+    pred = log.name(p - 1) if p else "the genesis hash"
+    q = log.position_of.get(stored_prev) if isinstance(stored_prev, str) else None
+    if q is None:
+        # Nothing references the predecessor's hash: either it was rewritten (blame it) or this
+        # entry was (it then fails a check of its own) or entries between were removed (gap).
+        blame = p if found.count_at(p) > before else max(p - 1, 0)
+        found.add(blame, f"{label}: prev_hash does not match {pred} (changed, reordered or removed)")
+    else:
+        target = "the genesis hash" if q == -1 else log.name(q)
+        blame = q + 1 if q < p - 1 else p  # entries q+1 .. p-1 are not part of the chain
+        found.add(blame, f"{label}: prev_hash does not match {pred}; it points to {target} (inserted or reordered)")
+
+
+def _check_counter(log: _Log, found: _Findings, prev_seq: int, last_seq: int) -> None:
+    """The log ends at the seq the store's counter holds: fewer entries mean the newest were removed."""
+    n = len(log.entries)
+    if prev_seq < last_seq:
+        found.add(n, f"{_missing(prev_seq + 1, last_seq)} at the end of the log (the store's counter is at {last_seq})")
+    elif prev_seq > last_seq:
+        first = next(p for p, s in enumerate(log.seqs) if s is not None and s > last_seq)
+        found.add(first, f"entries after {last_seq} are past the store's counter (not written by the store)")
+
+
+def _check_checkpoints(log: _Log, found: _Findings, checkpoints: Mapping[int, str]) -> None:
+    """Each ``{seq: hash}`` recorded outside the store matches the entry's stored hash."""
+    position_of_seq: dict[int, int] = {}
+    for p, s in enumerate(log.seqs):
+        if s is not None:
+            position_of_seq.setdefault(s, p)
+    trusted = 0  # positions before this one are vouched for by a matching checkpoint
+    for cseq, chash in sorted(checkpoints.items()):
+        p = position_of_seq.get(cseq, -1)
+        if p < 0:
+            found.add(trusted, f"checkpoint entry {cseq} is not in the log (removed or renumbered)")
+        elif log.hashes[p] != chash:
+            found.add(trusted, f"entry {cseq}: hash differs from the checkpoint (rewritten at or before it)")
+        else:
+            trusted = p + 1
+
+
+def read_audit_raw(store: Store) -> RawAudit:
+    """Read a store's whole audit log as stored, without interpreting it (:class:`ReadAuditRaw`).
 
     :meth:`Store.audit_log` parses each ``details`` column with ``json.loads`` and so raises on a
-    corrupted row; verification must read such a row and report it. There is no typed op for a raw
-    read in the store contract yet, so this reaches into ``store._conn`` (under ``store._lock``,
-    in one read transaction, so the rows and the counter agree). SQLite only.
+    corrupted row; verification must read such a row and report it.
 
-    Returns: :class:`RawAudit`; entries in seq order with :data:`ENTRY_FIELDS`, ``details`` a str.
+    Returns: :class:`~retain.store.RawAudit`; entries in seq order with :data:`ENTRY_FIELDS`,
+    ``details`` a str.
 
     Raises:
+        InvalidInput: the backend does not answer :class:`ReadAuditRaw` (``supports_raw_audit`` False).
         SchemaError: the store is not set up.
-        sqlite3.DatabaseError: the audit table itself cannot be read.
+        Exception: the backend's own error when the audit table itself cannot be read
+            (``sqlite3.DatabaseError`` for SQLite).
     """
-    store._require_ready()
-    sql = "SELECT " + ", ".join(ENTRY_FIELDS) + " FROM audit ORDER BY seq"
-    with store._lock:
-        conn = store._conn
-        conn.execute("BEGIN")
-        try:
-            rows = [dict(zip(ENTRY_FIELDS, row, strict=True)) for row in conn.execute(sql)]
-            counter = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'audit'").fetchone()
-            triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")
-            names = frozenset(name for (name,) in triggers)
-        finally:
-            conn.execute("COMMIT")
-    return RawAudit(rows, None if counter is None else int(counter[0]), names)
+    if not store.supports_raw_audit:
+        raise InvalidInput(f"store: {type(store).__name__} does not read its audit log raw (supports_raw_audit)")
+    result: RawAudit = store.batch([ReadAuditRaw()])[0]
+    return result
 
 
 def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) -> VerifyReport:
     """Verify a store's whole audit log (every namespace: the chain is global).
 
-    For :class:`SQLiteStore` the rows are read raw (:func:`read_audit_raw`), so a row whose details
-    are not valid JSON (a crash mid-write, a bad edit) is reported rather than raised, and removal
-    of the newest entries is caught by the AUTOINCREMENT counter. Other backends are read with
+    For a backend with ``supports_raw_audit`` (:class:`~retain.store.SQLiteStore`) the rows are read
+    raw (:func:`read_audit_raw`), so a row whose details are not valid JSON (a crash mid-write, a bad
+    edit) is reported rather than raised, removal of the newest entries is caught by the backend's
+    sequence counter, and missing append-only guards are reported. Other backends are read with
     :meth:`Store.audit_log`; if that fails, the report says so.
 
     Args:
@@ -313,15 +318,16 @@ def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) 
     Raises:
         SchemaError: the store is not set up.
     """
-    if isinstance(store, SQLiteStore):
+    if store.supports_raw_audit:
         try:
             raw = read_audit_raw(store)
-        except sqlite3.DatabaseError as exc:
+        except RetainError:
+            raise
+        except Exception as exc:  # the backend cannot read the table itself: a finding, not a crash
             return _unreadable(f"audit table unreadable: {exc}")
         report = verify_chain(raw.entries, last_seq=raw.last_seq, checkpoints=checkpoints)
-        missing = sorted(APPEND_ONLY_TRIGGERS - raw.triggers)
-        if missing:  # the chain may still verify, but nothing stops the next in-place edit
-            note = f"append-only trigger(s) {', '.join(missing)} missing: the log can be edited in place"
+        if raw.missing_guards:  # the chain may still verify, but nothing stops the next in-place edit
+            note = f"append-only trigger(s) {', '.join(raw.missing_guards)} missing: the log can be edited in place"
             report = replace(report, ok=False, problems=[*report.problems, note])
         return report
     try:
@@ -466,18 +472,25 @@ class SnapshotDiff:
         return not (self.added or self.removed or self.changed)
 
 
-def snapshot(memory: Memory | Store, namespace: str) -> Snapshot:
+class HasStore(Protocol):
+    """Anything holding a set-up store in ``store`` (a :class:`~retain.Memory`)."""
+
+    @property
+    def store(self) -> Store: ...
+
+
+def snapshot(memory: HasStore | Store, namespace: str) -> Snapshot:
     """Snapshot every record of ``namespace`` (archive and superseded versions included).
 
     Args:
-        memory: a :class:`~retain.Memory`, or a set-up :class:`~retain.store.Store` (no encoder
-            needed).
+        memory: a :class:`~retain.Memory` (anything with a ``store``), or a set-up
+            :class:`~retain.store.Store` (no encoder needed).
 
     Raises:
         InvalidInput: bad namespace.
     """
     validate_namespace(namespace)
-    store = memory.store if isinstance(memory, Memory) else memory
+    store = memory if isinstance(memory, Store) else memory.store
     taken_at = utcnow()
     records = {
         r.id: {

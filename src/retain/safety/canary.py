@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from retain.errors import InvalidInput, TextTooLong
 from retain.record import MemoryRecord, MemoryType, Tier, content_hash, validate_namespace
-from retain.store.base import ALL_RECORDS, AppendAudit, AuditEntry, ScoredId, Store
+from retain.store import ALL_RECORDS, AppendAudit, AuditEntry, ScoredId, Store
 
 if TYPE_CHECKING:
     from retain.config import MemoryConfig

@@ -45,7 +45,7 @@ from retain.safety.observe import annotate, observed
 from retain.safety.redaction import redact_record, redact_value, scrub
 from retain.state.agent import AgentState
 from retain.state.candidates import PHASE_KEY
-from retain.store.base import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance, RecordFilter, Store
+from retain.store import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance, RecordFilter, Store
 from retain.text.lexical import check_query
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ class Provenance:
 
     @classmethod
     def from_stored(cls, row: Mapping[str, Any]) -> Provenance:
-        """Rebuild from :class:`~retain.store.base.GetProvenance`'s result."""
+        """Rebuild from :class:`~retain.store.GetProvenance`'s result."""
         body = row["body"]
         return cls(
             id=row["id"],

@@ -19,7 +19,7 @@ from retain.safety.handoff import Handoff, HandoffFormat, build_handoff
 from retain.safety.integrity import is_trusted
 from retain.safety.redaction import redact_record
 from retain.sequence.segments import is_index_summary
-from retain.store.base import HOT_TIERS, AppendAudit, AuditEntry, RecordFilter, Store
+from retain.store import HOT_TIERS, AppendAudit, AuditEntry, RecordFilter, Store
 
 if TYPE_CHECKING:
     from retain.core import Core

@@ -32,7 +32,7 @@ from retain.record import MemoryRecord, Tier, validate_namespace
 from retain.retention.budget import is_mandatory
 from retain.retrieval.search import search
 from retain.safety.redaction import scrub
-from retain.store.base import (
+from retain.store import (
     ALL_RECORDS,
     AppendAudit,
     AuditEntry,
@@ -226,9 +226,9 @@ def forget(core: Core, query_or_id: str, *, namespace: str, actor: str, reason: 
     Returns:
         A :class:`ForgetReport`: ``refused`` is non-empty exactly when protected matches were kept.
 
-    The versions are re-checked in the purge's transaction (:class:`~retain.store.base.RequireUnchanged`):
+    The versions are re-checked in the purge's transaction (:class:`~retain.store.RequireUnchanged`):
     when another writer adds a version, pins or moves one in between, nothing is written and the
-    forget starts over on the store as it is (up to :data:`~retain.store.base.WRITE_ATTEMPTS`).
+    forget starts over on the store as it is (up to :data:`~retain.store.WRITE_ATTEMPTS`).
 
     Raises:
         InvalidInput: empty ``query_or_id``, ``k`` < 1, bad namespace, or a query (not an id) on a store

@@ -44,7 +44,7 @@ from retain.retention.budget import is_mandatory
 from retain.retrieval.fusion import Hit
 from retain.safety.canary import is_canary
 from retain.safety.redaction import redact_record
-from retain.store.base import (
+from retain.store import (
     ALL_RECORDS,
     HOT_TIERS,
     AuditEntry,
@@ -305,9 +305,9 @@ def summarize(
     summary of the segment is superseded by the new one. Returns the stored record.
 
     The previous summary and the turns summarised are re-checked in the write transaction
-    (:class:`~retain.store.base.RequireUnchanged`): when another writer deletes or supersedes one in
+    (:class:`~retain.store.RequireUnchanged`): when another writer deletes or supersedes one in
     between, nothing is written and the summary is made again from the segment as it is now (up to
-    :data:`~retain.store.base.WRITE_ATTEMPTS`).
+    :data:`~retain.store.WRITE_ATTEMPTS`).
 
     Raises:
         InvalidInput: bad namespace or segment; the segment holds no turns; the summariser returned
@@ -375,9 +375,9 @@ def compress(
     audited as "archive" with reason "compressed into summary <id>". Returns the summary record.
 
     The turns moved, the turns summarised and the previous summary are re-checked in the write
-    transaction (:class:`~retain.store.base.RequireUnchanged`): when another writer deletes,
+    transaction (:class:`~retain.store.RequireUnchanged`): when another writer deletes,
     supersedes or moves one in between, nothing is written and the compression runs again on the
-    segment as it is now (up to :data:`~retain.store.base.WRITE_ATTEMPTS`).
+    segment as it is now (up to :data:`~retain.store.WRITE_ATTEMPTS`).
 
     Raises:
         InvalidInput: bad namespace or segment; the segment has no hot turn that may move.

@@ -17,7 +17,7 @@ from retain.errors import InvalidInput
 from retain.record import MemoryRecord, utc, validate_namespace
 from retain.retrieval.search import search
 from retain.sequence.order import event_order
-from retain.store.base import RecordFilter
+from retain.store import RecordFilter
 
 if TYPE_CHECKING:
     from retain.core import Core

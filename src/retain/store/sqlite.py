@@ -14,18 +14,20 @@
   namespace), a rolled-back write or another connection's commit drops everything. Records handed
   out are shared between calls; they are frozen values, and their ``metadata`` is read-only at every
   depth (:func:`retain.record.read_only_json`: a change raises ``TypeError``).
+
+This module holds the store, its transactions and caches, and the record handlers; the other parts
+sit beside it: :mod:`~retain.store.sqlite_schema` (the folder check and the migrations),
+:mod:`~retain.store.sqlite_rows` (records as rows, filters as SQL), :mod:`~retain.store.sqlite_index`
+(the dense index and scan), :mod:`~retain.store.sqlite_audit` (audit log and provenance),
+:mod:`~retain.store.sqlite_edges` (edges).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +35,14 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, WriteConflict
-from retain.numeric.kernels import blocked_product
-from retain.record import MemoryRecord, MemoryType, Tier, read_only_json, search_text, utcnow
-from retain.store.base import (
+from retain.record import MemoryRecord, search_text
+from retain.store.base import Store
+from retain.store.filters import RecordFilter
+from retain.store.ops import (
     AppendAudit,
-    AuditEntry,
     CountRecords,
     DeleteNamespace,
     DeleteRecords,
-    Edge,
     FindByHash,
     GetProvenance,
     GetRecords,
@@ -56,15 +57,18 @@ from retain.store.base import (
     PutProvenance,
     PutRecords,
     ReadAudit,
-    RecordFilter,
+    ReadAuditRaw,
     RequireCurrent,
     RequireUnchanged,
     RequireUnique,
     ScoredId,
-    Store,
     VectorSearch,
 )
-from retain.store.sqlite_edges import EDGES_MIGRATION, list_edges, purge_edges, put_edges
+from retain.store.sqlite_audit import append_audit, get_provenance, put_provenance, read_audit, read_audit_raw
+from retain.store.sqlite_edges import list_edges, purge_edges, put_edges
+from retain.store.sqlite_index import NamespaceIndex, build_index, nearest
+from retain.store.sqlite_rows import COLUMNS, ORDERS, filter_sql, record_values, row_to_record, same_content
+from retain.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, check_folder, split_sql
 from retain.text.lexical import index_terms
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore"]
@@ -74,256 +78,10 @@ RECORD_CACHE_LIMIT = 20_000
 """Most decoded records cached (all namespaces together); past it the cache starts over."""
 _IN_CHUNK = 500
 """Ids per ``IN (...)`` query (well under SQLite's bound-parameter limit)."""
-_MASK_CACHE_LIMIT = 16
 _SEARCH_MEMO_LIMIT = 256
-_INCREMENTAL_UPDATES = 64
-"""Most updated records a write applies to a cached namespace index in place; more drop the index."""
-GENESIS_HASH = "0" * 64
-
-_COLUMNS = (
-    "id, namespace, content, type, role, source, event_time, created_at, seq, segment, priority, "
-    "importance, access_count, last_accessed, tier, pinned, confidence, supersedes, superseded_by, "
-    "token_count, embedding, encoder, metadata, content_hash"
-)
-
-# Append-only: a released migration is never edited; add a new one.
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE records (
-        rowid INTEGER PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
-        namespace TEXT NOT NULL,
-        content TEXT NOT NULL,
-        type TEXT NOT NULL,
-        role TEXT NOT NULL,
-        source TEXT,
-        event_time INTEGER,
-        created_at INTEGER NOT NULL,
-        seq INTEGER,
-        segment TEXT,
-        priority INTEGER NOT NULL,
-        importance REAL NOT NULL,
-        access_count INTEGER NOT NULL,
-        last_accessed INTEGER,
-        tier TEXT NOT NULL,
-        pinned INTEGER NOT NULL,
-        confidence REAL NOT NULL,
-        supersedes TEXT,
-        superseded_by TEXT,
-        token_count INTEGER NOT NULL,
-        embedding BLOB,
-        encoder TEXT,
-        metadata TEXT NOT NULL,
-        content_hash TEXT NOT NULL
-    );
-    CREATE INDEX records_ns_hash ON records (namespace, content_hash);
-    CREATE INDEX records_ns_tier ON records (namespace, tier);
-    CREATE INDEX records_ns_event ON records (namespace, event_time);
-    CREATE INDEX records_ns_seq ON records (namespace, seq);
-    CREATE VIRTUAL TABLE records_fts USING fts5 (lex, tokenize = 'porter unicode61 remove_diacritics 2');
-    CREATE TABLE audit (
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        ts INTEGER NOT NULL,
-        namespace TEXT,
-        op TEXT NOT NULL,
-        record_id TEXT,
-        actor TEXT NOT NULL,
-        reason TEXT NOT NULL,
-        policy TEXT,
-        details TEXT NOT NULL,
-        prev_hash TEXT NOT NULL,
-        hash TEXT NOT NULL
-    );
-    CREATE INDEX audit_ns ON audit (namespace, seq);
-    CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit
-        BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
-    CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
-        BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
-    """,
-    """
-    CREATE TABLE provenance (
-        id TEXT PRIMARY KEY,
-        namespace TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        body TEXT NOT NULL
-    );
-    CREATE INDEX provenance_ns ON provenance (namespace, created_at);
-    """,
-    EDGES_MIGRATION,  # 3: typed edges between records (retain.retrieval.graph)
-)
-SCHEMA_VERSION = len(MIGRATIONS)
+"""Most answers of single query vectors memoised per namespace index."""
 
 _WRITE_OPS = (PutRecords, DeleteRecords, DeleteNamespace, AppendAudit, PutProvenance, PutEdges)
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def _to_us(value: datetime | None) -> int | None:
-    # Integer arithmetic: float timestamps lose a microsecond on about 2% of times.
-    if value is None:
-        return None
-    return (value.astimezone(UTC) - _EPOCH) // _MICROSECOND
-
-
-def _from_us(value: int | None) -> datetime | None:
-    if value is None:
-        return None
-    return _EPOCH + timedelta(microseconds=value)
-
-
-def audit_hash(prev_hash: str, fields: dict[str, Any]) -> str:
-    """sha256 over the previous entry's hash and this entry's canonical JSON (hash chain)."""
-    canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
-
-
-@dataclass
-class _NamespaceIndex:
-    """Per-namespace arrays in write (rowid) order, one row per record: the exact dense scan's
-    matrix and every column a :class:`RecordFilter` reads. Rows of records without an embedding
-    are zero and have ``has_vector`` False."""
-
-    ids: npt.NDArray[np.object_]
-    matrix: npt.NDArray[np.float32]
-    has_vector: npt.NDArray[np.bool_]
-    types: npt.NDArray[np.object_]
-    tiers: npt.NDArray[np.object_]
-    segments: npt.NDArray[np.object_]
-    seqs: npt.NDArray[np.int64]  # -1: no position (float64 would merge positions above 2**53)
-    event_us: npt.NDArray[np.float64]
-    current: npt.NDArray[np.bool_]
-    masks: dict[RecordFilter, npt.NDArray[np.intp]] = field(default_factory=dict)
-    searches: dict[tuple[bytes, RecordFilter, int], list[ScoredId]] = field(default_factory=dict)
-
-    def rows(self, flt: RecordFilter) -> npt.NDArray[np.intp]:
-        """Row numbers (ascending = oldest written first) of the records ``flt`` keeps; memoised for
-        filters without ``seqs`` or ``segments`` (those change with every query: they are applied to
-        the memoised rows of the rest of the filter)."""
-        if flt.seqs is not None or flt.segments is not None:
-            # the rest of the filter from the memo, then the positions / segments among those rows only
-            rows = self.rows(replace(flt, seqs=None, segments=None))
-            if flt.segments is not None:  # a set, not np.isin: object arrays holding None do not sort
-                wanted = set(flt.segments)
-                rows = rows[np.fromiter((s in wanted for s in self.segments[rows]), dtype=bool, count=len(rows))]
-            if flt.seqs is not None:  # -1 (no position) matches nothing; int64 compares exactly
-                rows = rows[np.isin(self.seqs[rows], np.asarray(flt.seqs, dtype=np.int64))]
-            return rows
-        if flt in self.masks:
-            return self.masks[flt]
-        rows = np.flatnonzero(self.mask(flt))
-        if len(self.masks) >= _MASK_CACHE_LIMIT:
-            self.masks.clear()
-        self.masks[flt] = rows
-        return rows
-
-    def apply(self, writes: Sequence[tuple[MemoryRecord, bool]]) -> bool:
-        """Bring the index up to date with ``writes`` (each record as just written, and whether it was
-        inserted, so it took the largest rowid yet, or updated in place) instead of re-reading the
-        namespace. Returns False, changing nothing, when it cannot (an id written twice, many updates,
-        an embedding of another width): the caller then drops the index."""
-        dim = self.matrix.shape[1]
-        ids = [rec.id for rec, _ in writes]
-        updates = [rec for rec, inserted in writes if not inserted]
-        if len(set(ids)) != len(ids) or len(updates) > _INCREMENTAL_UPDATES:
-            return False
-        if any(rec.embedding is not None and (dim == 0 or len(rec.embedding) != dim) for rec, _ in writes):
-            return False
-        position: dict[str, int] = {}
-        if updates:
-            wanted = {rec.id for rec in updates}
-            position = {str(v): i for i, v in enumerate(self.ids) if v in wanted}
-            if len(position) != len(wanted):
-                return False
-        new = [rec for rec, inserted in writes if inserted]
-        zero = np.zeros(dim, dtype=np.float32)
-        if updates:
-            self.matrix = np.array(self.matrix)  # writable (the index is built on a read-only buffer)
-            for rec in updates:
-                i = position[rec.id]
-                self.matrix[i] = zero if rec.embedding is None else np.asarray(rec.embedding, dtype="<f4")
-                self.has_vector[i] = rec.embedding is not None
-                self.types[i], self.tiers[i], self.segments[i] = rec.type.value, rec.tier.value, rec.segment
-                self.seqs[i] = _index_seq(rec)
-                self.event_us[i], self.current[i] = _index_columns(rec)
-        if new:
-            rows = [zero if r.embedding is None else np.asarray(r.embedding, dtype="<f4") for r in new]
-            self.matrix = np.concatenate([self.matrix, np.stack(rows).reshape(len(new), dim)])
-            self.has_vector = np.concatenate([self.has_vector, [r.embedding is not None for r in new]])
-            self.ids = np.concatenate([self.ids, np.array([r.id for r in new], dtype=object)])
-            self.types = np.concatenate([self.types, np.array([r.type.value for r in new], dtype=object)])
-            self.tiers = np.concatenate([self.tiers, np.array([r.tier.value for r in new], dtype=object)])
-            self.segments = np.concatenate([self.segments, _objects([r.segment for r in new])])
-            columns = np.array([_index_columns(r) for r in new], dtype=np.float64).reshape(len(new), 2)
-            self.seqs = np.concatenate([self.seqs, np.array([_index_seq(r) for r in new], dtype=np.int64)])
-            self.event_us = np.concatenate([self.event_us, columns[:, 0]])
-            self.current = np.concatenate([self.current, columns[:, 1].astype(bool)])
-        self.masks.clear()
-        self.searches.clear()
-        return True
-
-    def mask(self, flt: RecordFilter) -> npt.NDArray[np.bool_]:
-        """Which rows ``flt`` keeps, all but its ``seqs`` and ``segments`` (:meth:`rows` applies those)."""
-        keep = np.ones(len(self.ids), dtype=bool)
-        if flt.types is not None:
-            keep &= np.isin(self.types, [t.value for t in flt.types])
-        if flt.tiers is not None:
-            keep &= np.isin(self.tiers, [t.value for t in flt.tiers])
-        if not flt.include_superseded:
-            keep &= self.current
-        if flt.start is not None:  # NaN compares False: records with unknown times drop out
-            keep &= self.event_us >= float(_to_us(flt.start) or 0)
-        if flt.end is not None:
-            keep &= self.event_us < float(_to_us(flt.end) or 0)
-        return keep
-
-
-def _check_folder(path: Path, *, create: bool) -> None:
-    """Refuse ``path`` when its folder is missing (or make it, with ``create``) or is not a folder."""
-    folder = path.parent
-    if folder.is_dir():
-        return
-    if folder.exists() or any(p.exists() and not p.is_dir() for p in folder.parents):
-        raise InvalidInput(f"path: {path}: {_existing_file(folder)} is a file, not a folder")
-    if path.parts[0].startswith("~"):  # used as given: create_dirs would make a folder named "~" here
-        raise InvalidInput(
-            f"path: {path}: the folder {folder} does not exist (~ is not expanded: pass os.path.expanduser(path))"
-        )
-    if not create:
-        raise InvalidInput(
-            f"path: {path}: the folder {folder} does not exist; create it first, or pass create_dirs=True"
-        )
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InvalidInput(f"path: {path}: cannot create the folder {folder} ({exc.strerror or exc})") from exc
-
-
-def _existing_file(folder: Path) -> Path:
-    """The nearest of ``folder`` and its ancestors that exists (a file, where this is called)."""
-    return next(p for p in (folder, *folder.parents) if p.exists())
-
-
-def _index_seq(rec: MemoryRecord) -> int:
-    """The record's stream position as the index holds it: an int64, -1 for none."""
-    return -1 if rec.seq is None else rec.seq
-
-
-def _index_columns(rec: MemoryRecord) -> tuple[float, float]:
-    """(event time in microseconds or NaN, 1.0 when current) as the index holds them."""
-    us = _to_us(rec.event_time)
-    return (
-        np.nan if us is None else float(us),
-        1.0 if rec.superseded_by is None else 0.0,
-    )
-
-
-def _objects(values: Sequence[Any]) -> npt.NDArray[np.object_]:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
 
 
 class SQLiteStore(Store):
@@ -350,6 +108,7 @@ class SQLiteStore(Store):
     supports_vector = True
     supports_lexical = True
     supports_ann = False
+    supports_raw_audit = True
 
     def __init__(self, path: str | Path = ":memory:", *, create_dirs: bool = False) -> None:
         if not isinstance(create_dirs, bool):
@@ -361,7 +120,7 @@ class SQLiteStore(Store):
         if not self._path or "\x00" in self._path:
             raise InvalidInput(f"path: {self._path!r} is no file path (use ':memory:' for an in-memory store)")
         if self._path != ":memory:":
-            _check_folder(Path(self._path), create=create_dirs)
+            check_folder(Path(self._path), create=create_dirs)
         try:
             self._conn = sqlite3.connect(
                 self._path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
@@ -372,7 +131,7 @@ class SQLiteStore(Store):
         except sqlite3.Error as exc:  # a directory, a path that cannot be opened
             raise SchemaError(f"{self._path}: cannot open as an SQLite database ({exc})") from exc
         self._lock = threading.RLock()
-        self._cache: dict[str, _NamespaceIndex] = {}
+        self._cache: dict[str, NamespaceIndex] = {}
         self._records: dict[str, dict[str, MemoryRecord]] = {}
         self._data_version: int | None = None
         self._ready = False
@@ -410,7 +169,7 @@ class SQLiteStore(Store):
                         f"{SCHEMA_VERSION}. Upgrade retain."
                     )
                 for version in range(current, SCHEMA_VERSION):
-                    for statement in _split_sql(MIGRATIONS[version]):
+                    for statement in split_sql(MIGRATIONS[version]):
                         self._conn.execute(statement)
                     self._conn.execute(f"PRAGMA user_version = {version + 1}")
                 self._conn.execute("COMMIT")
@@ -476,6 +235,9 @@ class SQLiteStore(Store):
         return results
 
     def _run(self, op: Op) -> Any:
+        on_connection = _CONNECTION_HANDLERS.get(type(op))
+        if on_connection is not None:
+            return on_connection(self._conn, op)
         handler: Callable[[Any], Any] = _HANDLERS[type(op)].__get__(self)
         return handler(op)
 
@@ -511,38 +273,13 @@ class SQLiteStore(Store):
             row = self._conn.execute("SELECT rowid, namespace FROM records WHERE id = ?", (rec.id,)).fetchone()
             if row is not None and row[1] != rec.namespace:
                 raise InvalidInput(f"id {rec.id} already exists in another namespace")
-            values = (
-                rec.id,
-                rec.namespace,
-                rec.content,
-                rec.type.value,
-                rec.role,
-                rec.source,
-                _to_us(rec.event_time),
-                _to_us(rec.created_at),
-                rec.seq,
-                rec.segment,
-                rec.priority,
-                float(rec.importance),
-                rec.access_count,
-                _to_us(rec.last_accessed),
-                rec.tier.value,
-                int(rec.pinned),
-                float(rec.confidence),
-                rec.supersedes,
-                rec.superseded_by,
-                rec.token_count,
-                None if rec.embedding is None else np.asarray(rec.embedding, dtype="<f4").tobytes(),
-                rec.encoder,
-                json.dumps(dict(rec.metadata), ensure_ascii=False, sort_keys=True),
-                rec.content_hash,
-            )
+            values = record_values(rec)
             if row is None:
-                cur = self._conn.execute(f"INSERT INTO records ({_COLUMNS}) VALUES ({', '.join('?' * 24)})", values)
+                cur = self._conn.execute(f"INSERT INTO records ({COLUMNS}) VALUES ({', '.join('?' * 24)})", values)
                 rowid = cur.lastrowid
             else:
                 rowid = row[0]
-                assignments = ", ".join(f"{c.strip()} = ?" for c in _COLUMNS.split(","))
+                assignments = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(","))
                 self._conn.execute(f"UPDATE records SET {assignments} WHERE rowid = ?", (*values, rowid))
                 self._conn.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
             lex = " ".join(index_terms(search_text(rec)))
@@ -571,18 +308,18 @@ class SQLiteStore(Store):
         for start in range(0, len(missing), _IN_CHUNK):
             chunk = missing[start : start + _IN_CHUNK]
             rows = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM records WHERE namespace = ? AND id IN ({','.join('?' * len(chunk))})",
+                f"SELECT {COLUMNS} FROM records WHERE namespace = ? AND id IN ({','.join('?' * len(chunk))})",
                 (namespace, *chunk),
             ).fetchall()
             for row in rows:
-                cache[row[0]] = _row_to_record(row)
+                cache[row[0]] = row_to_record(row)
         return [cache[i] for i in ids if i in cache]
 
     def _find_by_hash(self, op: FindByHash) -> MemoryRecord | None:
-        where, params = _same_content(op)
-        sql = f"SELECT {_COLUMNS} FROM records WHERE {where} ORDER BY rowid LIMIT 1"
+        where, params = same_content(op)
+        sql = f"SELECT {COLUMNS} FROM records WHERE {where} ORDER BY rowid LIMIT 1"
         row = self._conn.execute(sql, params).fetchone()
-        return None if row is None else _row_to_record(row)
+        return None if row is None else row_to_record(row)
 
     def _require_current(self, op: RequireCurrent) -> None:
         row = self._conn.execute(
@@ -609,7 +346,7 @@ class SQLiteStore(Store):
             raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
 
     def _require_unique(self, op: RequireUnique) -> None:
-        where, params = _same_content(FindByHash(op.namespace, op.content_hash, True, op.role, op.segment, op.seq))
+        where, params = same_content(FindByHash(op.namespace, op.content_hash, True, op.role, op.segment, op.seq))
         row = self._conn.execute(f"SELECT id FROM records WHERE {where} ORDER BY rowid LIMIT 1", params).fetchone()
         if row is not None:
             raise DuplicateContent(
@@ -620,7 +357,7 @@ class SQLiteStore(Store):
         return self._fetch(op.namespace, self._list_ids(ListIds(op.namespace, op.filter, op.limit, op.order)))
 
     def _list_ids(self, op: ListIds) -> list[str]:
-        order = _ORDERS.get(op.order)
+        order = ORDERS.get(op.order)
         if order is None:
             raise InvalidInput(f"order: {op.order!r} is not one of created, seq, event, recent")
         index = self._cache.get(op.namespace)
@@ -629,14 +366,14 @@ class SQLiteStore(Store):
             if op.order == "recent":
                 rows = rows[::-1]
             return [str(i) for i in index.ids[rows[: op.limit]]]
-        where, params = _where(op.namespace, op.filter)
+        where, params = filter_sql(op.namespace, op.filter)
         sql = f"SELECT id FROM records WHERE {where} ORDER BY {order}"
         if op.limit is not None:
             sql += f" LIMIT {int(op.limit)}"
         return [r[0] for r in self._conn.execute(sql, params).fetchall()]
 
     def _count(self, op: CountRecords) -> int:
-        where, params = _where(op.namespace, op.filter)
+        where, params = filter_sql(op.namespace, op.filter)
         return int(self._conn.execute(f"SELECT COUNT(*) FROM records WHERE {where}", params).fetchone()[0])
 
     def _lexical(self, op: LexicalSearch) -> list[ScoredId]:
@@ -644,7 +381,7 @@ class SQLiteStore(Store):
         if not terms:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        where, params = _where(op.namespace, op.filter, alias="r.")
+        where, params = filter_sql(op.namespace, op.filter, alias="r.")
         rows = self._conn.execute(
             "SELECT r.id, bm25(records_fts) AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
             f"WHERE records_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
@@ -682,68 +419,21 @@ class SQLiteStore(Store):
     def _vectors(
         self, namespace: str, queries: npt.NDArray[np.float32], flt: RecordFilter, limit: int
     ) -> list[list[ScoredId]]:
-        """Exact cosine top-``limit`` for each row of ``queries`` ((p, d) float32) over the records
-        ``flt`` keeps, in one pass over the cached matrix (no copy of the kept rows) on the calling thread
-        (:func:`retain.numeric.kernels.blocked_product`): row blocks each multiplied by all p queries while in
-        cache (p matrix-vector products would read the matrix p times; one (n, d) x (d, p) product would
-        first copy all of it; a threaded BLAS product stalls when the machine is busy)."""
-        p = queries.shape[0]
+        """Exact cosine top-``limit`` for each row of ``queries`` ((p, d) float32); see :func:`nearest`."""
         index = self._index(namespace)
-        if index is None or not index.has_vector.any():
-            return [[] for _ in range(p)]
-        if queries.shape[1] != index.matrix.shape[1]:
-            raise InvalidInput(f"vector: dimension {queries.shape[1]}, store holds {index.matrix.shape[1]}")
-        queries = queries.copy()
-        for j in range(p):  # stored rows are L2-normalised; normalising the queries makes dot = cosine
-            norm = float(np.linalg.norm(queries[j]))
-            if norm > 0:
-                queries[j] = queries[j] / np.float32(norm)
-        keep = index.rows(flt)
-        keep = keep[index.has_vector[keep]]
-        if keep.size == 0:
-            return [[] for _ in range(p)]
-        scores = blocked_product(index.matrix, np.ascontiguousarray(queries.T))[keep].T  # (p, kept)
-        k = min(int(limit), keep.size)
-        out = []
-        for row in scores:
-            top = np.argpartition(-row, k - 1)[:k]
-            top = top[np.argsort(-row[top], kind="stable")]
-            out.append([ScoredId(str(index.ids[keep[i]]), float(row[i])) for i in top])
-        return out
+        if index is None:
+            return [[] for _ in range(queries.shape[0])]
+        return nearest(index, queries, flt, limit)
 
-    def _index(self, namespace: str) -> _NamespaceIndex | None:
+    def _index(self, namespace: str) -> NamespaceIndex | None:
+        """The namespace's dense index (cached until a write or another connection's commit drops it),
+        or None when it holds no record."""
         cached = self._cache.get(namespace)
         if cached is not None:
             return cached
-        rows = self._conn.execute(
-            "SELECT id, embedding, type, tier, segment, event_time, superseded_by IS NULL, seq FROM records "
-            "WHERE namespace = ? ORDER BY rowid",
-            (namespace,),
-        ).fetchall()
-        if not rows:
-            return None
-        dims = {len(r[1]) for r in rows if r[1] is not None}
-        if len(dims) > 1:
-            raise SchemaError(f"namespace {namespace!r} holds embeddings of several dimensions")
-        dim = dims.pop() // 4 if dims else 0
-        has_vector = np.array([r[1] is not None for r in rows], dtype=bool)
-        if has_vector.all():
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), dim)
-        else:
-            zero = bytes(4 * dim)
-            matrix = np.frombuffer(b"".join(r[1] or zero for r in rows), dtype="<f4").reshape(len(rows), dim)
-        index = _NamespaceIndex(
-            ids=np.array([r[0] for r in rows], dtype=object),
-            matrix=matrix,
-            has_vector=has_vector,
-            types=np.array([r[2] for r in rows], dtype=object),
-            tiers=np.array([r[3] for r in rows], dtype=object),
-            segments=np.array([r[4] for r in rows], dtype=object),
-            seqs=np.array([-1 if r[7] is None else r[7] for r in rows], dtype=np.int64),
-            event_us=np.array([np.nan if r[5] is None else float(r[5]) for r in rows], dtype=np.float64),
-            current=np.array([bool(r[6]) for r in rows], dtype=bool),
-        )
-        self._cache[namespace] = index
+        index = build_index(self._conn, namespace)
+        if index is not None:
+            self._cache[namespace] = index
         return index
 
     def _delete(self, op: DeleteRecords) -> int:
@@ -781,107 +471,8 @@ class SQLiteStore(Store):
     def _namespaces(self, op: ListNamespaces) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT DISTINCT namespace FROM records ORDER BY namespace")]
 
-    def _append_audit(self, op: AppendAudit) -> int:
-        entry: AuditEntry = op.entry
-        row = self._conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        prev = GENESIS_HASH if row is None else row[0]
-        ts = _to_us(utcnow())
-        fields = {
-            "ts": ts,
-            "namespace": entry.namespace,
-            "op": entry.op,
-            "record_id": entry.record_id,
-            "actor": entry.actor,
-            "reason": entry.reason,
-            "policy": entry.policy,
-            "details": entry.details,
-        }
-        digest = audit_hash(prev, fields)
-        cur = self._conn.execute(
-            "INSERT INTO audit (ts, namespace, op, record_id, actor, reason, policy, details, prev_hash, hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                ts,
-                entry.namespace,
-                entry.op,
-                entry.record_id,
-                entry.actor,
-                entry.reason,
-                entry.policy,
-                json.dumps(entry.details, ensure_ascii=False, sort_keys=True),
-                prev,
-                digest,
-            ),
-        )
-        return int(cur.lastrowid or 0)
 
-    def _read_audit(self, op: ReadAudit) -> list[dict[str, Any]]:
-        sql = "SELECT seq, ts, namespace, op, record_id, actor, reason, policy, details, prev_hash, hash FROM audit"
-        params: tuple[Any, ...] = ()
-        if op.namespace is not None:
-            sql += " WHERE namespace = ?"
-            params = (op.namespace,)
-        sql += " ORDER BY seq"
-        if op.limit is not None:
-            sql += f" LIMIT {int(op.limit)}"
-        keys = (
-            "seq",
-            "ts",
-            "namespace",
-            "op",
-            "record_id",
-            "actor",
-            "reason",
-            "policy",
-            "details",
-            "prev_hash",
-            "hash",
-        )
-        out = []
-        for row in self._conn.execute(sql, params):
-            item = dict(zip(keys, row, strict=True))
-            item["details"] = json.loads(item["details"])
-            out.append(item)
-        return out
-
-    def _put_provenance(self, op: PutProvenance) -> None:
-        try:
-            self._conn.execute(
-                "INSERT INTO provenance (id, namespace, created_at, body) VALUES (?, ?, ?, ?)",
-                (op.id, op.namespace, _to_us(op.created_at), json.dumps(op.body, ensure_ascii=False, sort_keys=True)),
-            )
-        except sqlite3.IntegrityError as exc:
-            raise InvalidInput(f"provenance {op.id} already exists") from exc
-
-    def _get_provenance(self, op: GetProvenance) -> dict[str, Any] | None:
-        sql = "SELECT id, namespace, created_at, body FROM provenance WHERE id = ?"
-        params: tuple[str, ...] = (op.id,)
-        if op.namespace is not None:
-            sql, params = sql + " AND namespace = ?", (op.id, op.namespace)
-        row = self._conn.execute(sql, params).fetchone()
-        if row is None:
-            return None
-        return {"id": row[0], "namespace": row[1], "created_at": _from_us(row[2]), "body": json.loads(row[3])}
-
-    def _put_edges(self, op: PutEdges) -> None:
-        put_edges(self._conn, op)
-
-    def _list_edges(self, op: ListEdges) -> list[Edge]:
-        return list_edges(self._conn, op)
-
-
-def _same_content(op: FindByHash) -> tuple[str, tuple[Any, ...]]:
-    """The WHERE clause and parameters of the current records ``op`` looks for (one definition for the
-    duplicate look-up and the :class:`RequireUnique` guard, so the two can never disagree)."""
-    where = "namespace = ? AND content_hash = ? AND superseded_by IS NULL"
-    params: tuple[Any, ...] = (op.namespace, op.content_hash)
-    if op.in_context:
-        where += " AND role IS ? AND segment IS ? AND seq IS ?"
-        params += (op.role, op.segment, op.seq)
-    return where, params
-
-
-_HANDLERS: dict[type, Any] = {
+_HANDLERS: dict[type, Any] = {  # handlers on the store: its connection and caches
     PutRecords: SQLiteStore._put,
     GetRecords: SQLiteStore._get,
     FindByHash: SQLiteStore._find_by_hash,
@@ -897,103 +488,14 @@ _HANDLERS: dict[type, Any] = {
     DeleteRecords: SQLiteStore._delete,
     DeleteNamespace: SQLiteStore._delete_namespace,
     ListNamespaces: SQLiteStore._namespaces,
-    AppendAudit: SQLiteStore._append_audit,
-    ReadAudit: SQLiteStore._read_audit,
-    PutProvenance: SQLiteStore._put_provenance,
-    GetProvenance: SQLiteStore._get_provenance,
-    PutEdges: SQLiteStore._put_edges,
-    ListEdges: SQLiteStore._list_edges,
 }
 
-
-_ORDERS = {
-    "created": "rowid",
-    "seq": "seq IS NULL, seq, rowid",
-    "event": "event_time IS NULL, event_time, seq, rowid",
-    "recent": "rowid DESC",
+_CONNECTION_HANDLERS: dict[type, Callable[[sqlite3.Connection, Any], Any]] = {  # need only the connection
+    AppendAudit: append_audit,
+    ReadAudit: read_audit,
+    ReadAuditRaw: read_audit_raw,
+    PutProvenance: put_provenance,
+    GetProvenance: get_provenance,
+    PutEdges: put_edges,
+    ListEdges: list_edges,
 }
-
-
-def _split_sql(script: str) -> list[str]:
-    """Split a migration into statements, keeping trigger bodies whole."""
-    statements, buf = [], []
-    for line in script.strip().splitlines():
-        buf.append(line)
-        joined = "\n".join(buf).strip()
-        if joined.endswith(";") and sqlite3.complete_statement(joined):
-            statements.append(joined)
-            buf = []
-    if "\n".join(buf).strip():
-        statements.append("\n".join(buf).strip())
-    return statements
-
-
-_INLINE_VALUES = 500
-"""Most ``seqs`` / ``segments`` a query binds one parameter each; longer lists go as one JSON array."""
-
-
-def _where(namespace: str, flt: RecordFilter, alias: str = "") -> tuple[str, tuple[Any, ...]]:
-    clauses = [f"{alias}namespace = ?"]
-    params: list[Any] = [namespace]
-    if flt.types is not None:
-        clauses.append(f"{alias}type IN ({','.join('?' * len(flt.types))})")
-        params.extend(t.value for t in flt.types)
-    if flt.tiers is not None:
-        clauses.append(f"{alias}tier IN ({','.join('?' * len(flt.tiers))})")
-        params.extend(t.value for t in flt.tiers)
-    for column, values in (("segment", flt.segments), ("seq", flt.seqs)):
-        if values is None:
-            continue
-        if len(values) <= _INLINE_VALUES:
-            clauses.append(f"{alias}{column} IN ({','.join('?' * len(values))})")
-            params.extend(values)
-        elif column == "segment" and any("\x00" in str(v) for v in values):
-            # json_each cuts a string at a NUL ("a\x00b" would match segment "a"): compare UTF-8 hex
-            clauses.append(f"hex({alias}segment) IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps([str(v).encode("utf-8").hex().upper() for v in values]))
-        else:  # one JSON parameter: SQLite caps the bound parameters of a statement (250,000 here)
-            clauses.append(f"{alias}{column} IN (SELECT value FROM json_each(?))")
-            params.append(json.dumps(values, ensure_ascii=False))
-    if not flt.include_superseded:
-        clauses.append(f"{alias}superseded_by IS NULL")
-    if flt.start is not None:
-        clauses.append(f"{alias}event_time >= ?")
-        params.append(_to_us(flt.start))
-    if flt.end is not None:
-        clauses.append(f"{alias}event_time < ?")
-        params.append(_to_us(flt.end))
-    return " AND ".join(clauses), tuple(params)
-
-
-def _row_to_record(row: Sequence[Any]) -> MemoryRecord:
-    """Rebuild a record from a row. Rows were validated when written, so validation is skipped."""
-    blob = row[20]
-    embedding = None
-    if blob is not None:
-        embedding = np.frombuffer(blob, dtype="<f4")  # read-only view of an immutable bytes object
-    return MemoryRecord.trusted(
-        id=row[0],
-        namespace=row[1],
-        content=row[2],
-        type=MemoryType(row[3]),
-        role=row[4],
-        source=row[5],
-        event_time=_from_us(row[6]),
-        created_at=_from_us(row[7]) or utcnow(),
-        seq=row[8],
-        segment=row[9],
-        priority=row[10],
-        importance=row[11],
-        access_count=row[12],
-        last_accessed=_from_us(row[13]),
-        tier=Tier(row[14]),
-        pinned=bool(row[15]),
-        confidence=row[16],
-        supersedes=row[17],
-        superseded_by=row[18],
-        token_count=row[19],
-        embedding=embedding,
-        encoder=row[21],
-        metadata=read_only_json(json.loads(row[22])),  # shared via the record cache
-        content_hash=row[23],
-    )

@@ -1,8 +1,8 @@
-"""The SQLite backend's edge handlers (:class:`~retain.store.base.PutEdges`,
-:class:`~retain.store.base.ListEdges`, and the purge that keeps edges from dangling).
+"""The SQLite backend's edge handlers (:class:`~retain.store.PutEdges`,
+:class:`~retain.store.ListEdges`, and the purge that keeps edges from dangling).
 
-Kept beside :mod:`retain.store.sqlite` so that module stays readable; the ``edges`` table is
-created by migration 3 there. Times are stored as integer UTC microseconds, like records.
+The ``edges`` table is created by migration 3 (:data:`EDGES_MIGRATION`, applied by
+:mod:`retain.store.sqlite_schema`). Times are stored as integer UTC microseconds, like records.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
 
 from retain.errors import InvalidInput
-from retain.store.base import Edge, EdgeType, ListEdges, PutEdges, check_edge
+from retain.store.edges import Edge, EdgeType, check_edge
+from retain.store.ops import ListEdges, PutEdges
+from retain.store.sqlite_rows import from_us, to_us
 
 __all__ = ["EDGES_MIGRATION", "list_edges", "purge_edges", "put_edges"]
 
@@ -31,8 +32,6 @@ EDGES_MIGRATION = """
     CREATE INDEX edges_ns_dst ON edges (namespace, dst);
 """
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 _CHUNK = 400
 _DIRECTIONS = ("out", "in", "both")
 
@@ -71,7 +70,7 @@ def put_edges(conn: sqlite3.Connection, op: PutEdges) -> None:
                 e.dst,
                 e.type.value,
                 e.weight,
-                (e.created_at.astimezone(UTC) - _EPOCH) // _MICROSECOND,
+                to_us(e.created_at),
                 json.dumps(dict(e.metadata), ensure_ascii=False, sort_keys=True),
             )
             for e in edges
@@ -131,7 +130,7 @@ def _row_to_edge(row: tuple[object, ...]) -> Edge:
         dst=str(dst),
         type=EdgeType(str(kind)),
         weight=weight,
-        created_at=_EPOCH + timedelta(microseconds=created_us),
+        created_at=from_us(created_us),
         metadata=json.loads(metadata),
     )
 

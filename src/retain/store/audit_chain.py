@@ -1,0 +1,70 @@
+"""The audit log as every backend writes it: entries (:class:`AuditEntry`) chained by sha256
+(:func:`audit_hash`, starting from :data:`GENESIS_HASH`), and the log as stored
+(:class:`RawAudit`) for :mod:`retain.safety.audit` to verify.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+__all__ = ["GENESIS_HASH", "AuditEntry", "RawAudit", "audit_hash"]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One line of the append-only audit log. Never holds record content.
+
+    Attributes:
+        namespace: scope of the change.
+        op: "add", "update", "supersede", "delete", "delete_all", "evict", "archive", ...
+        record_id: the record concerned, or None for namespace-wide operations.
+        actor: who asked ("user", "agent", "system", "policy:<name>", ...).
+        reason: free text why.
+        policy: retention policy name when a policy decided, else None.
+        details: JSON-serialisable scores and before/after fields (no content).
+    """
+
+    namespace: str
+    op: str
+    record_id: str | None = None
+    actor: str = "user"
+    reason: str = ""
+    policy: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+GENESIS_HASH = "0" * 64
+"""The ``prev_hash`` of the first audit entry."""
+
+
+def audit_hash(prev_hash: str, fields: dict[str, Any]) -> str:
+    """sha256 (hex, 64 characters) over the previous entry's hash and this entry's canonical JSON
+    (sorted keys, UTF-8 characters literal, no spaces): the hash chain every backend writes and
+    :mod:`retain.safety.audit` verifies. ``fields`` are the entry's ts (UTC microseconds), namespace,
+    op, record_id, actor, reason, policy and details.
+
+    Raises:
+        TypeError, ValueError: ``fields`` are not JSON-serialisable.
+    """
+    canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
+
+
+class RawAudit(NamedTuple):
+    """The audit log as stored, uninterpreted (the result of :class:`ReadAuditRaw`).
+
+    Attributes:
+        entries: every entry in seq order, each a dict with the keys of :class:`ReadAudit`'s
+            entries, ``details`` the stored JSON text (not parsed: a corrupted row is read, not raised).
+        last_seq: the backend's sequence counter (the highest seq it ever assigned, kept outside the
+            rows), or None before the first entry.
+        missing_guards: names of the backend's append-only guards (for SQLite, the triggers that refuse
+            UPDATE and DELETE on the audit table) that are missing, sorted; empty when all are in place.
+    """
+
+    entries: list[dict[str, Any]]
+    last_seq: int | None
+    missing_guards: tuple[str, ...] = ()

@@ -1,0 +1,364 @@
+"""The typed operations of the storage contract, one frozen dataclass each, and :data:`Op`, their union.
+
+A backend answers a sequence of them in one transaction (:meth:`retain.store.Store.batch`), one
+result per operation, as each docstring says. The guards (:class:`RequireCurrent`,
+:class:`RequireUnique`, :class:`RequireUnchanged`) fail the whole batch when what a caller read
+before writing no longer holds; :func:`retry_on_conflict` runs such a read-then-write again.
+Every operation names its namespace; none reads or writes across namespaces (except
+:class:`ListNamespaces`, which returns names only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from retain.errors import WriteConflict
+from retain.record import MemoryRecord, Tier
+from retain.store.audit_chain import AuditEntry
+from retain.store.edges import Edge, EdgeType
+from retain.store.filters import DEFAULT_FILTER, RecordFilter
+
+__all__ = [
+    "WRITE_ATTEMPTS",
+    "AppendAudit",
+    "CountRecords",
+    "DeleteNamespace",
+    "DeleteRecords",
+    "FindByHash",
+    "GetProvenance",
+    "GetRecords",
+    "LexicalSearch",
+    "ListEdges",
+    "ListIds",
+    "ListNamespaces",
+    "ListRecords",
+    "MultiVectorSearch",
+    "Op",
+    "PutEdges",
+    "PutProvenance",
+    "PutRecords",
+    "ReadAudit",
+    "ReadAuditRaw",
+    "RequireCurrent",
+    "RequireUnchanged",
+    "RequireUnique",
+    "ScoredId",
+    "VectorSearch",
+    "retry_on_conflict",
+]
+
+
+class ScoredId(NamedTuple):
+    """A search result from a backend channel: id and score (higher = more relevant)."""
+
+    id: str
+    score: float
+
+
+# --- writes and reads of records ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PutRecords:
+    """Insert or replace records (by id). Result: None. Lexical index updated in the same txn."""
+
+    records: tuple[MemoryRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GetRecords:
+    """Result: list of the records found, in the order of ``ids`` (missing ids skipped)."""
+
+    namespace: str
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FindByHash:
+    """Result: the oldest current record with that content hash, or None.
+
+    With ``in_context`` the record must also have the same ``role``, ``segment`` and ``seq`` (None
+    matches None): the same words said by someone else, or at another point of a stream, are not
+    a duplicate.
+    """
+
+    namespace: str
+    content_hash: str
+    in_context: bool = False
+    role: str | None = None
+    segment: str | None = None
+    seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequireCurrent:
+    """Fail the whole batch unless record ``id`` exists in ``namespace`` and is current (not
+    superseded). Guards read-modify-write sequences (``update``) against a concurrent writer.
+
+    Result: None. Raises InvalidInput (superseded) or RecordNotFound (absent)."""
+
+    namespace: str
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequireUnique:
+    """Fail the whole batch if ``namespace`` already holds a current record with this content hash,
+    ``role``, ``segment`` and ``seq`` (None matches None): the record :class:`FindByHash` with
+    ``in_context`` would find. Guards look-up-then-insert (``Memory.add`` with dedupe) against a
+    concurrent writer: put before the batch's :class:`PutRecords`, the check and the insert are one
+    transaction (a write batch: no other writer commits in between), so two writers adding the same
+    content cannot both store it; the one that commits second fails here and may look up again.
+
+    Result: None. Raises DuplicateContent (``existing_id`` = that record's id; the batch rolls
+    back, nothing is written)."""
+
+    namespace: str
+    content_hash: str
+    role: str | None = None
+    segment: str | None = None
+    seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequireUnchanged:
+    """Fail the whole batch unless record ``id`` still exists in ``namespace``, is superseded by
+    ``superseded_by`` (None: is current) and, when ``tier`` is given, sits in that tier: the state a
+    caller read it in before writing back a changed copy of it (a tier move, a supersede link, merged
+    metadata, feedback, a pin) or handing out its id. Guards read-then-write sequences
+    (``Memory.add``: duplicates found, archived records restored, records superseded, merged into or
+    evicted; ``delete``, ``feedback``, ``pin``) against a concurrent delete, update or move:
+    :class:`PutRecords` writes whole records, so a stale copy would bring a purged record back or
+    make a replaced version current again. It compares only existence, ``superseded_by`` and the
+    tier: two writers changing other fields of one current record in the same tier (importance,
+    access count, metadata) are not told apart, and the later write wins.
+
+    Result: None. Raises WriteConflict (the batch rolls back, nothing is written)."""
+
+    namespace: str
+    id: str
+    tier: Tier | None = None
+    superseded_by: str | None = None
+
+
+WRITE_ATTEMPTS = 5
+"""Most times a read-then-write operation (``Memory.add_many``, ``update``, ``delete``, ``forget``,
+``propagate_importance``, segment summaries) runs when its guarded write (:class:`RequireUnique`,
+:class:`RequireUnchanged`) finds that another writer changed what it read: each attempt reads again."""
+
+_T = TypeVar("_T")
+
+
+def retry_on_conflict(attempt_once: Callable[[], _T]) -> _T:
+    """``attempt_once()`` (which reads, then writes under guards), run again while it raises
+    :class:`~retain.errors.WriteConflict`, up to :data:`WRITE_ATTEMPTS` times in all.
+
+    Raises:
+        WriteConflict: the last attempt's, when every attempt conflicted (nothing of it was written).
+    """
+    for _ in range(WRITE_ATTEMPTS - 1):
+        try:
+            return attempt_once()
+        except WriteConflict:
+            continue
+    return attempt_once()
+
+
+@dataclass(frozen=True, slots=True)
+class ListRecords:
+    """Result: list of records matching ``filter``, ordered by ``order``: "seq", "created", "event",
+    or "recent" (newest written first)."""
+
+    namespace: str
+    filter: RecordFilter = DEFAULT_FILTER
+    limit: int | None = None
+    order: str = "created"
+
+
+@dataclass(frozen=True, slots=True)
+class ListIds:
+    """Result: list of the ids of the records matching ``filter``, in ``order`` (as
+    :class:`ListRecords`); the same ids :class:`ListRecords` gives, without reading the records."""
+
+    namespace: str
+    filter: RecordFilter = DEFAULT_FILTER
+    limit: int | None = None
+    order: str = "created"
+
+
+@dataclass(frozen=True, slots=True)
+class CountRecords:
+    """Result: int, number of records matching ``filter``."""
+
+    namespace: str
+    filter: RecordFilter = DEFAULT_FILTER
+
+
+@dataclass(frozen=True, slots=True)
+class LexicalSearch:
+    """BM25 over index terms (see :mod:`retain.text.lexical`); any term may match (OR).
+
+    Result: list of :class:`ScoredId`, best first, score = BM25 (higher = more relevant).
+    """
+
+    namespace: str
+    terms: tuple[str, ...]
+    filter: RecordFilter = DEFAULT_FILTER
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class VectorSearch:
+    """Cosine similarity against stored embeddings (exact scan unless the backend has an index).
+
+    Result: list of :class:`ScoredId`, best first, score = cosine in [-1, 1] (higher = closer).
+    """
+
+    namespace: str
+    vector: npt.NDArray[np.float32]
+    filter: RecordFilter = DEFAULT_FILTER
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class MultiVectorSearch:
+    """Several :class:`VectorSearch` queries over one namespace and filter at once.
+
+    ``vectors`` is (p, d) float32, one query per row. Result: p lists of :class:`ScoredId`, list j
+    the answer :class:`VectorSearch` gives for row j (best first, cosine in [-1, 1], higher = closer).
+    A backend may answer all p rows with one pass over the stored embeddings.
+    """
+
+    namespace: str
+    vectors: npt.NDArray[np.float32]
+    filter: RecordFilter = DEFAULT_FILTER
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteRecords:
+    """Purge records from every table and index, with every edge touching them. Result: int,
+    number purged."""
+
+    namespace: str
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteNamespace:
+    """Purge every record (and edge) of one namespace. Result: int, number purged."""
+
+    namespace: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListNamespaces:
+    """Result: sorted list of namespace names that hold at least one record."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendAudit:
+    """Append one audit entry (hash-chained). Result: int, the entry's sequence number."""
+
+    entry: AuditEntry
+
+
+@dataclass(frozen=True, slots=True)
+class ReadAudit:
+    """Result: list of dicts (seq, ts, namespace, op, record_id, actor, reason, policy, details,
+    prev_hash, hash) in sequence order; ``namespace`` None = every namespace."""
+
+    namespace: str | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadAuditRaw:
+    """Result: :class:`~retain.store.RawAudit`, the whole audit log (every namespace) as stored, with
+    the backend's sequence counter and the state of its append-only guards, read in one transaction
+    so that they agree. Answered by backends with ``supports_raw_audit`` (verification reads a
+    corrupted row instead of failing on it); an error reading the table itself is the backend's own
+    (for SQLite, ``sqlite3.DatabaseError``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PutProvenance:
+    """Store the provenance of one packed context (:mod:`retain.safety.context`). Result: None.
+
+    ``body`` is JSON-serialisable: record ids, scores, token counts, reasons; no record content.
+    Raises InvalidInput when ``id`` already exists (provenance is written once).
+    """
+
+    id: str
+    namespace: str
+    created_at: datetime
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class GetProvenance:
+    """Result: ``{"id", "namespace", "created_at" (UTC datetime), "body"}`` or None when absent;
+    ``namespace`` None = look in every namespace (ids are unique store-wide)."""
+
+    id: str
+    namespace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PutEdges:
+    """Insert or replace edges (key: namespace, src, dst, type). Result: None.
+
+    Every edge is checked with :func:`check_edge`, and both endpoints must be records of the edge's
+    namespace at this point of the transaction (records put earlier in the same batch count).
+
+    Raises InvalidInput (an endpoint in another namespace, deleted or unknown; a self-loop; an
+    unknown type; a non-finite weight): the whole batch rolls back, nothing is written.
+    """
+
+    edges: tuple[Edge, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListEdges:
+    """Edges of one namespace, oldest written first. Result: list of :class:`Edge`.
+
+    ``ids`` None = every edge of the namespace; else edges touching those ids: ``direction``
+    "out" (src in ids), "in" (dst in ids) or "both". ``types`` None = every type.
+    """
+
+    namespace: str
+    ids: tuple[str, ...] | None = None
+    types: tuple[EdgeType, ...] | None = None
+    direction: str = "both"
+
+
+Op = (
+    PutRecords
+    | GetRecords
+    | FindByHash
+    | RequireCurrent
+    | RequireUnchanged
+    | RequireUnique
+    | ListRecords
+    | ListIds
+    | CountRecords
+    | LexicalSearch
+    | VectorSearch
+    | MultiVectorSearch
+    | DeleteRecords
+    | DeleteNamespace
+    | ListNamespaces
+    | AppendAudit
+    | ReadAudit
+    | ReadAuditRaw
+    | PutProvenance
+    | GetProvenance
+    | PutEdges
+    | ListEdges
+)

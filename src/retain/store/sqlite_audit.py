@@ -1,0 +1,110 @@
+"""The SQLite backend's append-only records of what happened: the hash-chained audit log
+(:class:`~retain.store.AppendAudit`, :class:`~retain.store.ReadAudit`,
+:class:`~retain.store.ReadAuditRaw`) and the provenance of packed contexts
+(:class:`~retain.store.PutProvenance`, :class:`~retain.store.GetProvenance`). Times are integer
+UTC microseconds, like records."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from retain.errors import InvalidInput
+from retain.record import utcnow
+from retain.store.audit_chain import GENESIS_HASH, AuditEntry, RawAudit, audit_hash
+from retain.store.ops import AppendAudit, GetProvenance, PutProvenance, ReadAudit, ReadAuditRaw
+from retain.store.sqlite_rows import from_us, to_us
+from retain.store.sqlite_schema import APPEND_ONLY_TRIGGERS
+
+__all__ = ["AUDIT_KEYS", "append_audit", "get_provenance", "put_provenance", "read_audit", "read_audit_raw"]
+
+AUDIT_KEYS = ("seq", "ts", "namespace", "op", "record_id", "actor", "reason", "policy", "details", "prev_hash", "hash")
+"""The columns of an audit entry, in the order :class:`~retain.store.ReadAudit` reads them."""
+
+
+def append_audit(conn: sqlite3.Connection, op: AppendAudit) -> int:
+    """Append ``op.entry`` chained onto the newest entry (:func:`~retain.store.audit_hash`); returns its seq."""
+    entry: AuditEntry = op.entry
+    row = conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+    prev = GENESIS_HASH if row is None else row[0]
+    ts = to_us(utcnow())
+    fields = {
+        "ts": ts,
+        "namespace": entry.namespace,
+        "op": entry.op,
+        "record_id": entry.record_id,
+        "actor": entry.actor,
+        "reason": entry.reason,
+        "policy": entry.policy,
+        "details": entry.details,
+    }
+    digest = audit_hash(prev, fields)
+    cur = conn.execute(
+        "INSERT INTO audit (ts, namespace, op, record_id, actor, reason, policy, details, prev_hash, hash) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            ts,
+            entry.namespace,
+            entry.op,
+            entry.record_id,
+            entry.actor,
+            entry.reason,
+            entry.policy,
+            json.dumps(entry.details, ensure_ascii=False, sort_keys=True),
+            prev,
+            digest,
+        ),
+    )
+    return int(cur.lastrowid or 0)
+
+
+def read_audit(conn: sqlite3.Connection, op: ReadAudit) -> list[dict[str, Any]]:
+    """Entries of one namespace (or all) in seq order, ``details`` parsed (see :class:`ReadAudit`)."""
+    sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit"
+    params: tuple[Any, ...] = ()
+    if op.namespace is not None:
+        sql += " WHERE namespace = ?"
+        params = (op.namespace,)
+    sql += " ORDER BY seq"
+    if op.limit is not None:
+        sql += f" LIMIT {int(op.limit)}"
+    out = []
+    for row in conn.execute(sql, params):
+        item = dict(zip(AUDIT_KEYS, row, strict=True))
+        item["details"] = json.loads(item["details"])
+        out.append(item)
+    return out
+
+
+def read_audit_raw(conn: sqlite3.Connection, op: ReadAuditRaw) -> RawAudit:
+    """The rows as stored, the AUTOINCREMENT counter and the append-only triggers still present."""
+    sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit ORDER BY seq"
+    rows = [dict(zip(AUDIT_KEYS, row, strict=True)) for row in conn.execute(sql)]
+    counter = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'audit'").fetchone()
+    triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")
+    missing = APPEND_ONLY_TRIGGERS - frozenset(name for (name,) in triggers)
+    return RawAudit(rows, None if counter is None else int(counter[0]), tuple(sorted(missing)))
+
+
+def put_provenance(conn: sqlite3.Connection, op: PutProvenance) -> None:
+    """Store a packed context's provenance. Raises InvalidInput when ``op.id`` exists already."""
+    try:
+        conn.execute(
+            "INSERT INTO provenance (id, namespace, created_at, body) VALUES (?, ?, ?, ?)",
+            (op.id, op.namespace, to_us(op.created_at), json.dumps(op.body, ensure_ascii=False, sort_keys=True)),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise InvalidInput(f"provenance {op.id} already exists") from exc
+
+
+def get_provenance(conn: sqlite3.Connection, op: GetProvenance) -> dict[str, Any] | None:
+    """A stored provenance by id (and namespace), or None; see :class:`GetProvenance`."""
+    sql = "SELECT id, namespace, created_at, body FROM provenance WHERE id = ?"
+    params: tuple[str, ...] = (op.id,)
+    if op.namespace is not None:
+        sql, params = sql + " AND namespace = ?", (op.id, op.namespace)
+    row = conn.execute(sql, params).fetchone()
+    if row is None:
+        return None
+    return {"id": row[0], "namespace": row[1], "created_at": from_us(row[2]), "body": json.loads(row[3])}
