@@ -7,15 +7,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "retain"
 MAX_FILE_LINES = 600
 MAX_FUNCTION_LINES = 80
-CYCLE_EXEMPT_UNTIL_CLI_MERGE = "retain.cli"
-"""Modules under this prefix are left out of the cycle check until the CLI's branch is merged
-(issue 18); delete this constant and its use then."""
 
 
 def _module_name(path: Path) -> str:
@@ -87,10 +82,6 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def _exempt(name: str) -> bool:
-    return name == CYCLE_EXEMPT_UNTIL_CLI_MERGE or name.startswith(CYCLE_EXEMPT_UNTIL_CLI_MERGE + ".")
-
-
 def test_the_import_graph_sees_type_checking_and_function_imports() -> None:
     graph = _graph()
     assert "retain.core" in graph["retain.safety.integrity"]  # under `if TYPE_CHECKING:`
@@ -103,12 +94,10 @@ def test_the_cycle_finder_names_a_cycle() -> None:
 
 
 def test_no_import_cycle() -> None:
-    graph = {n: {m for m in deps if not _exempt(m)} for n, deps in _graph().items() if not _exempt(n)}
-    cycles = _cycles(graph)
+    cycles = _cycles(_graph())
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
-@pytest.mark.xfail(strict=False, reason="until issue 18 lands (other branches split the big modules)")
 def test_no_file_over_600_lines() -> None:
     long = {
         str(p.relative_to(SRC)): n
@@ -118,7 +107,6 @@ def test_no_file_over_600_lines() -> None:
     assert not long, f"files over {MAX_FILE_LINES} lines: {long}"
 
 
-@pytest.mark.xfail(strict=False, reason="until issue 18 lands (other branches split the long functions)")
 def test_no_function_over_80_lines() -> None:
     long: dict[str, int] = {}
     for path in sorted(SRC.rglob("*.py")):

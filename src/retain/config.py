@@ -57,7 +57,7 @@ class GraphConfig:
             asked for them).
         same_entity_limit: most ``same_entity`` edges per new record (to the most recent matches).
         same_entity_candidates: lexical matches examined per entity (BM25 top-N, then checked with
-            :func:`~retain.retrieval.graph.extract_entities`).
+            :func:`~retain.text.entities.extract_entities`).
         decay: score multiplier per hop in search expansion, in (0, 1].
 
     Raises:

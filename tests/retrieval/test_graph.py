@@ -14,7 +14,7 @@ from retain.encoders.basis import HashingEncoder
 from retain.errors import InvalidInput, RecordNotFound
 from retain.ingest.draft import NewMemory
 from retain.memory import Memory
-from retain.retrieval.graph import extract_entities, graph_importance, personalized_pagerank
+from retain.retrieval.graph import graph_importance, personalized_pagerank
 from retain.store import EdgeType, Store
 
 StoreFactory = Callable[[Path], Store]
@@ -37,26 +37,6 @@ def typed(m: Memory, rid: str, kind: EdgeType, direction: str = "out") -> list[s
 
 def audit_ops(m: Memory, namespace: str = NS) -> list[str]:
     return [e["op"] for e in m.store.audit_log(namespace)]
-
-
-# --- entities ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("The total budget must stay under 5000 EUR.", {"qty:5000 eur"}),
-        ("Budget: €5,000 over 6 years", {"qty:5000 eur", "qty:6 year"}),
-        ("We fly with Caroline Smith from Brennick (BRK).", {"name:caroline smith"}),
-        ("The Louvre Museum opens at nine.", {"name:louvre museum"}),
-        ("Merged PR #884; tag PC118232 fixes ABC-123.", {"id:pr#884", "id:PC118232", "id:ABC-123"}),
-        ("see #12 for details", {"id:#12"}),
-        ("Paris is lovely. Rome too.", set()),
-        ("nothing to see here", set()),
-    ],
-)
-def test_extract_entities(text: str, expected: set[str]) -> None:
-    assert extract_entities(text) == expected
 
 
 # --- edges on write ---------------------------------------------------------------------------
