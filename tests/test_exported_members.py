@@ -44,3 +44,24 @@ def test_every_type_in_a_public_signature_of_memory_is_exported():
                     missing.setdefault(cls.__name__, set()).add(name)
     assert checked > 20  # the annotations were resolved and walked
     assert not missing, f"types in Memory's signatures not exported from retain: {missing}"
+
+
+def test_memory_methods_keep_the_signatures_of_the_functions_they_delegate_to():
+    """The facade spells out its typed public signatures; the functions behind it take the same
+    parameters after ``core`` (names, kinds, defaults, annotations), so the two cannot drift."""
+    from retain.ingest import write
+    from retain.retrieval import search
+    from retain.safety import egress
+
+    delegates = {
+        "search": search.search,
+        "export": egress.export,
+        "update": write.update,
+        "delete": write.delete,
+        "feedback": write.feedback,
+        "add_many": write.add_many,
+    }
+    for name, delegate in delegates.items():
+        facade = list(inspect.signature(getattr(retain.Memory, name)).parameters.values())[1:]
+        behind = list(inspect.signature(delegate).parameters.values())[1:]
+        assert facade == behind, name

@@ -3,6 +3,9 @@ values it cannot mean, naming the field."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 from retain import InvalidInput
@@ -42,3 +45,23 @@ def test_a_segment_with_a_lone_surrogate_is_refused() -> None:
     nothing: the filter refuses it, so both read it the same way."""
     with pytest.raises(InvalidInput, match="segments"):
         RecordFilter(segments=("\ud800",))
+
+
+def test_the_package_exports_every_public_name_of_ops() -> None:
+    """``retain.store.ops`` keeps no ``__all__`` of its own: the package's lists what ops defines."""
+    import retain.store
+    import retain.store.ops
+
+    tree = ast.parse(Path(retain.store.ops.__file__).read_text(encoding="utf-8"))
+    defined = {node.name for node in tree.body if isinstance(node, ast.ClassDef | ast.FunctionDef)}
+    defined |= {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    public = {name for name in defined if not name.startswith("_")}
+    assert {"Op", "ScoredId", "WRITE_ATTEMPTS", "retry_on_conflict"} <= public
+    assert public <= set(retain.store.__all__)
+    assert all(getattr(retain.store, name) is getattr(retain.store.ops, name) for name in public)

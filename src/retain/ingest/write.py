@@ -299,19 +299,11 @@ def feedback(core: Core, id: str, *, namespace: str, used: bool, actor: str = "a
 def update(
     core: Core, id: str, content: str, *, namespace: str, actor: str = "user", reason: str = "", **fields: Any
 ) -> str:
-    """Write a new version of a memory; the old one is kept as history, marked superseded.
+    """:meth:`retain.Memory.update` (its docstring describes ``fields``, the result and the errors).
 
-    ``fields`` may override ``type``, ``role``, ``importance``, ``priority``, ``pinned``,
-    ``confidence``, ``metadata``, ``event_time``; others are copied from the old version.
-    Returns the id of the new version.
-
-    Raises:
-        RecordNotFound: no current record ``id`` in ``namespace``.
-        InvalidInput: empty content, unknown field, or ``id`` is already superseded.
-        BudgetInfeasible: with a budget, the new version is mandatory and does not fit.
-        WriteConflict: on every attempt another writer deleted, superseded or moved a record the
-            budget evicted (or moved the old version) between the read and the write; nothing
-            written. Each attempt reads again (up to :data:`~retain.store.WRITE_ATTEMPTS`).
+    WriteConflict is raised when, on every attempt, another writer deleted, superseded or moved a
+    record the budget evicted (or moved the old version) between the read and the write; nothing
+    is written. Each attempt reads again (up to :data:`~retain.store.WRITE_ATTEMPTS`).
     """
     reason = scrub(reason)  # the audit log never holds a raw secret
     return retry_on_conflict(lambda: _update_once(core, id, content, namespace, actor, reason, fields))

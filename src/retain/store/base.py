@@ -16,35 +16,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+import retain.store.ops as store_ops
 from retain.errors import InvalidInput
 from retain.record import MemoryRecord
 from retain.store.audit_chain import AuditEntry
 from retain.store.edges import Edge, EdgeType
 from retain.store.filters import RecordFilter
-from retain.store.ops import (
-    AppendAudit,
-    CountRecords,
-    DeleteNamespace,
-    DeleteRecords,
-    FindByHash,
-    GetProvenance,
-    GetRecords,
-    LexicalSearch,
-    ListEdges,
-    ListIds,
-    ListNamespaces,
-    ListRecords,
-    MultiVectorSearch,
-    Op,
-    PutEdges,
-    PutRecords,
-    ReadAudit,
-    RequireCurrent,
-    RequireUnchanged,
-    RequireUnique,
-    ScoredId,
-    VectorSearch,
-)
 
 __all__ = ["Store"]
 
@@ -72,7 +49,7 @@ class Store(ABC):
         """Create or migrate the schema (explicit, idempotent, versioned migrations)."""
 
     @abstractmethod
-    def batch(self, ops: Sequence[Op]) -> list[Any]:
+    def batch(self, ops: Sequence[store_ops.Op]) -> list[Any]:
         """Run ``ops`` in one transaction; return one result per op. All or nothing."""
 
     @abstractmethod
@@ -100,7 +77,7 @@ class Store(ABC):
         audit: Sequence[AuditEntry] = (),
         edges: Sequence[Edge] = (),
         *,
-        require: Sequence[RequireUnique | RequireUnchanged | RequireCurrent] = (),
+        require: Sequence[store_ops.RequireUnique | store_ops.RequireUnchanged | store_ops.RequireCurrent] = (),
     ) -> None:
         """Write records, then their edges (if any), and the audit entries atomically.
 
@@ -108,10 +85,10 @@ class Store(ABC):
         error (:class:`RequireUnique`: DuplicateContent; :class:`RequireUnchanged`: WriteConflict;
         :class:`RequireCurrent`: InvalidInput or RecordNotFound) and nothing is written.
         """
-        ops: list[Op] = [*require, PutRecords(tuple(records))]
+        ops: list[store_ops.Op] = [*require, store_ops.PutRecords(tuple(records))]
         if edges:
-            ops.append(PutEdges(tuple(edges)))
-        self.batch([*ops, *(AppendAudit(a) for a in audit)])
+            ops.append(store_ops.PutEdges(tuple(edges)))
+        self.batch([*ops, *(store_ops.AppendAudit(a) for a in audit)])
 
     def edges(
         self,
@@ -122,7 +99,7 @@ class Store(ABC):
         direction: str = "both",
     ) -> list[Edge]:
         """Edges of ``namespace``; see :class:`ListEdges`."""
-        op = ListEdges(
+        op = store_ops.ListEdges(
             namespace, None if ids is None else tuple(ids), None if types is None else tuple(types), direction
         )
         result: list[Edge] = self.batch([op])[0]
@@ -130,12 +107,12 @@ class Store(ABC):
 
     def get(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
         """Records by id within ``namespace`` (missing ids skipped), in the order asked."""
-        result: list[MemoryRecord] = self.batch([GetRecords(namespace, tuple(ids))])[0]
+        result: list[MemoryRecord] = self.batch([store_ops.GetRecords(namespace, tuple(ids))])[0]
         return result
 
     def find_by_hash(self, namespace: str, digest: str) -> MemoryRecord | None:
         """The oldest current record with that content hash, or None."""
-        result: MemoryRecord | None = self.batch([FindByHash(namespace, digest)])[0]
+        result: MemoryRecord | None = self.batch([store_ops.FindByHash(namespace, digest)])[0]
         return result
 
     def list_records(
@@ -147,7 +124,7 @@ class Store(ABC):
         order: str = "created",
     ) -> list[MemoryRecord]:
         """Records matching ``filter`` in ``order``."""
-        result: list[MemoryRecord] = self.batch([ListRecords(namespace, filter, limit, order)])[0]
+        result: list[MemoryRecord] = self.batch([store_ops.ListRecords(namespace, filter, limit, order)])[0]
         return result
 
     def list_ids(
@@ -159,20 +136,22 @@ class Store(ABC):
         order: str = "created",
     ) -> list[str]:
         """Ids of the records matching ``filter`` in ``order``; see :class:`ListIds`."""
-        result: list[str] = self.batch([ListIds(namespace, filter, limit, order)])[0]
+        result: list[str] = self.batch([store_ops.ListIds(namespace, filter, limit, order)])[0]
         return result
 
     def count(self, namespace: str, filter: RecordFilter = RecordFilter()) -> int:
         """Number of records matching ``filter``."""
-        return int(self.batch([CountRecords(namespace, filter)])[0])
+        return int(self.batch([store_ops.CountRecords(namespace, filter)])[0])
 
     def search_lexical(
         self, namespace: str, terms: Sequence[str], filter: RecordFilter = RecordFilter(), limit: int = 50
-    ) -> list[ScoredId]:
+    ) -> list[store_ops.ScoredId]:
         """BM25 search; see :class:`LexicalSearch`."""
         if not terms:
             return []
-        result: list[ScoredId] = self.batch([LexicalSearch(namespace, tuple(terms), filter, limit)])[0]
+        result: list[store_ops.ScoredId] = self.batch(
+            [store_ops.LexicalSearch(namespace, tuple(terms), filter, limit)]
+        )[0]
         return result
 
     def search_vector(
@@ -181,9 +160,9 @@ class Store(ABC):
         vector: npt.NDArray[np.float32],
         filter: RecordFilter = RecordFilter(),
         limit: int = 50,
-    ) -> list[ScoredId]:
+    ) -> list[store_ops.ScoredId]:
         """Cosine search; see :class:`VectorSearch`."""
-        result: list[ScoredId] = self.batch([VectorSearch(namespace, vector, filter, limit)])[0]
+        result: list[store_ops.ScoredId] = self.batch([store_ops.VectorSearch(namespace, vector, filter, limit)])[0]
         return result
 
     def search_vectors(
@@ -192,7 +171,7 @@ class Store(ABC):
         vectors: npt.NDArray[np.float32],
         filter: RecordFilter = RecordFilter(),
         limit: int = 50,
-    ) -> list[list[ScoredId]]:
+    ) -> list[list[store_ops.ScoredId]]:
         """Cosine search for each row of ``vectors`` ((p, d) float32); see :class:`MultiVectorSearch`.
 
         Raises:
@@ -203,7 +182,9 @@ class Store(ABC):
             raise InvalidInput(f"vectors: expected a (p, d) matrix, got shape {matrix.shape}")
         if matrix.shape[0] == 0:
             return []
-        result: list[list[ScoredId]] = self.batch([MultiVectorSearch(namespace, matrix, filter, limit)])[0]
+        result: list[list[store_ops.ScoredId]] = self.batch(
+            [store_ops.MultiVectorSearch(namespace, matrix, filter, limit)]
+        )[0]
         return result
 
     def delete(
@@ -212,31 +193,35 @@ class Store(ABC):
         ids: Sequence[str],
         audit: Sequence[AuditEntry] = (),
         *,
-        require: Sequence[RequireUnchanged | RequireCurrent] = (),
+        require: Sequence[store_ops.RequireUnchanged | store_ops.RequireCurrent] = (),
     ) -> int:
         """Purge records (and every edge touching them) and append audit entries atomically;
         returns the number purged. ``require`` guards are checked first, in the same transaction, as
         in :meth:`put` (one that fails raises its error and nothing is purged)."""
-        ops: list[Op] = [*require, DeleteRecords(namespace, tuple(ids)), *(AppendAudit(a) for a in audit)]
+        ops: list[store_ops.Op] = [
+            *require,
+            store_ops.DeleteRecords(namespace, tuple(ids)),
+            *(store_ops.AppendAudit(a) for a in audit),
+        ]
         return int(self.batch(ops)[len(require)])
 
     def delete_namespace(self, namespace: str, audit: Sequence[AuditEntry] = ()) -> int:
         """Purge a namespace and append audit entries atomically; returns the number purged."""
-        return int(self.batch([DeleteNamespace(namespace), *(AppendAudit(a) for a in audit)])[0])
+        return int(self.batch([store_ops.DeleteNamespace(namespace), *(store_ops.AppendAudit(a) for a in audit)])[0])
 
     def namespaces(self) -> list[str]:
         """Namespaces holding at least one record."""
-        result: list[str] = self.batch([ListNamespaces()])[0]
+        result: list[str] = self.batch([store_ops.ListNamespaces()])[0]
         return result
 
     def audit_log(self, namespace: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
         """Audit entries in order; see :class:`ReadAudit`."""
-        result: list[dict[str, Any]] = self.batch([ReadAudit(namespace, limit)])[0]
+        result: list[dict[str, Any]] = self.batch([store_ops.ReadAudit(namespace, limit)])[0]
         return result
 
     def provenance(self, id: str, namespace: str | None = None) -> dict[str, Any] | None:
         """A stored context provenance; see :class:`GetProvenance`."""
-        result: dict[str, Any] | None = self.batch([GetProvenance(id, namespace)])[0]
+        result: dict[str, Any] | None = self.batch([store_ops.GetProvenance(id, namespace)])[0]
         return result
 
     def __enter__(self) -> Store:

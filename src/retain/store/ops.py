@@ -6,6 +6,9 @@ result per operation, as each docstring says. The guards (:class:`RequireCurrent
 before writing no longer holds; :func:`retry_on_conflict` runs such a read-then-write again.
 Every operation names its namespace; none reads or writes across namespaces (except
 :class:`ListNamespaces`, which returns names only).
+
+Every public name here is part of the contract and exported by :mod:`retain.store`, whose ``__all__``
+lists them: code outside this package imports them from there.
 """
 
 from __future__ import annotations
@@ -23,35 +26,6 @@ from retain.record import MemoryRecord, Tier
 from retain.store.audit_chain import AuditEntry
 from retain.store.edges import Edge, EdgeType
 from retain.store.filters import DEFAULT_FILTER, RecordFilter
-
-__all__ = [
-    "WRITE_ATTEMPTS",
-    "AppendAudit",
-    "CountRecords",
-    "DeleteNamespace",
-    "DeleteRecords",
-    "FindByHash",
-    "GetProvenance",
-    "GetRecords",
-    "LexicalSearch",
-    "ListEdges",
-    "ListIds",
-    "ListNamespaces",
-    "ListRecords",
-    "MultiVectorSearch",
-    "Op",
-    "PutEdges",
-    "PutProvenance",
-    "PutRecords",
-    "ReadAudit",
-    "ReadAuditRaw",
-    "RequireCurrent",
-    "RequireUnchanged",
-    "RequireUnique",
-    "ScoredId",
-    "VectorSearch",
-    "retry_on_conflict",
-]
 
 
 class ScoredId(NamedTuple):

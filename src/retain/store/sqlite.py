@@ -34,36 +34,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+import retain.store.ops as store_ops
 from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, WriteConflict
 from retain.record import MemoryRecord, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
-from retain.store.ops import (
-    AppendAudit,
-    CountRecords,
-    DeleteNamespace,
-    DeleteRecords,
-    FindByHash,
-    GetProvenance,
-    GetRecords,
-    LexicalSearch,
-    ListEdges,
-    ListIds,
-    ListNamespaces,
-    ListRecords,
-    MultiVectorSearch,
-    Op,
-    PutEdges,
-    PutProvenance,
-    PutRecords,
-    ReadAudit,
-    ReadAuditRaw,
-    RequireCurrent,
-    RequireUnchanged,
-    RequireUnique,
-    ScoredId,
-    VectorSearch,
-)
 from retain.store.sqlite_audit import append_audit, get_provenance, put_provenance, read_audit, read_audit_raw
 from retain.store.sqlite_edges import list_edges, purge_edges, put_edges
 from retain.store.sqlite_index import NamespaceIndex, build_index, nearest
@@ -81,7 +56,14 @@ _IN_CHUNK = 500
 _SEARCH_MEMO_LIMIT = 256
 """Most answers of single query vectors memoised per namespace index."""
 
-_WRITE_OPS = (PutRecords, DeleteRecords, DeleteNamespace, AppendAudit, PutProvenance, PutEdges)
+_WRITE_OPS = (
+    store_ops.PutRecords,
+    store_ops.DeleteRecords,
+    store_ops.DeleteNamespace,
+    store_ops.AppendAudit,
+    store_ops.PutProvenance,
+    store_ops.PutEdges,
+)
 
 
 class SQLiteStore(Store):
@@ -210,7 +192,7 @@ class SQLiteStore(Store):
 
     # --- batch ----------------------------------------------------------------------------
 
-    def batch(self, ops: Sequence[Op]) -> list[Any]:
+    def batch(self, ops: Sequence[store_ops.Op]) -> list[Any]:
         """Run ``ops`` in one transaction (``BEGIN IMMEDIATE`` when any op writes)."""
         self._require_ready()
         writes = any(isinstance(op, _WRITE_OPS) for op in ops)
@@ -229,12 +211,12 @@ class SQLiteStore(Store):
                 raise
             if writes:
                 self._data_version = self._read_data_version()
-            purged = any(isinstance(op, (DeleteRecords, DeleteNamespace)) for op in ops)
+            purged = any(isinstance(op, (store_ops.DeleteRecords, store_ops.DeleteNamespace)) for op in ops)
         if purged and self._path != ":memory:":
             self._checkpoint()
         return results
 
-    def _run(self, op: Op) -> Any:
+    def _run(self, op: store_ops.Op) -> Any:
         on_connection = _CONNECTION_HANDLERS.get(type(op))
         if on_connection is not None:
             return on_connection(self._conn, op)
@@ -267,7 +249,7 @@ class SQLiteStore(Store):
 
     # --- handlers -------------------------------------------------------------------------
 
-    def _put(self, op: PutRecords) -> None:
+    def _put(self, op: store_ops.PutRecords) -> None:
         written: dict[str, list[tuple[MemoryRecord, bool]]] = {}
         for rec in op.records:
             row = self._conn.execute("SELECT rowid, namespace FROM records WHERE id = ?", (rec.id,)).fetchone()
@@ -291,7 +273,7 @@ class SQLiteStore(Store):
             if index is not None and not index.apply(writes):
                 self._cache.pop(namespace, None)
 
-    def _get(self, op: GetRecords) -> list[MemoryRecord]:
+    def _get(self, op: store_ops.GetRecords) -> list[MemoryRecord]:
         return self._fetch(op.namespace, op.ids)
 
     def _fetch(self, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
@@ -315,13 +297,13 @@ class SQLiteStore(Store):
                 cache[row[0]] = row_to_record(row)
         return [cache[i] for i in ids if i in cache]
 
-    def _find_by_hash(self, op: FindByHash) -> MemoryRecord | None:
+    def _find_by_hash(self, op: store_ops.FindByHash) -> MemoryRecord | None:
         where, params = same_content(op)
         sql = f"SELECT {COLUMNS} FROM records WHERE {where} ORDER BY rowid LIMIT 1"
         row = self._conn.execute(sql, params).fetchone()
         return None if row is None else row_to_record(row)
 
-    def _require_current(self, op: RequireCurrent) -> None:
+    def _require_current(self, op: store_ops.RequireCurrent) -> None:
         row = self._conn.execute(
             "SELECT superseded_by FROM records WHERE namespace = ? AND id = ?", (op.namespace, op.id)
         ).fetchone()
@@ -330,7 +312,7 @@ class SQLiteStore(Store):
         if row[0] is not None:
             raise InvalidInput(f"id {op.id} was superseded by {row[0]} meanwhile; update the current version")
 
-    def _require_unchanged(self, op: RequireUnchanged) -> None:
+    def _require_unchanged(self, op: store_ops.RequireUnchanged) -> None:
         row = self._conn.execute(
             "SELECT superseded_by, tier FROM records WHERE namespace = ? AND id = ?", (op.namespace, op.id)
         ).fetchone()
@@ -345,18 +327,20 @@ class SQLiteStore(Store):
         if op.tier is not None and row[1] != op.tier.value:
             raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
 
-    def _require_unique(self, op: RequireUnique) -> None:
-        where, params = same_content(FindByHash(op.namespace, op.content_hash, True, op.role, op.segment, op.seq))
+    def _require_unique(self, op: store_ops.RequireUnique) -> None:
+        where, params = same_content(
+            store_ops.FindByHash(op.namespace, op.content_hash, True, op.role, op.segment, op.seq)
+        )
         row = self._conn.execute(f"SELECT id FROM records WHERE {where} ORDER BY rowid LIMIT 1", params).fetchone()
         if row is not None:
             raise DuplicateContent(
                 f"namespace {op.namespace!r} already holds this content as current record {row[0]}", existing_id=row[0]
             )
 
-    def _list(self, op: ListRecords) -> list[MemoryRecord]:
-        return self._fetch(op.namespace, self._list_ids(ListIds(op.namespace, op.filter, op.limit, op.order)))
+    def _list(self, op: store_ops.ListRecords) -> list[MemoryRecord]:
+        return self._fetch(op.namespace, self._list_ids(store_ops.ListIds(op.namespace, op.filter, op.limit, op.order)))
 
-    def _list_ids(self, op: ListIds) -> list[str]:
+    def _list_ids(self, op: store_ops.ListIds) -> list[str]:
         order = ORDERS.get(op.order)
         if order is None:
             raise InvalidInput(f"order: {op.order!r} is not one of created, seq, event, recent")
@@ -372,11 +356,11 @@ class SQLiteStore(Store):
             sql += f" LIMIT {int(op.limit)}"
         return [r[0] for r in self._conn.execute(sql, params).fetchall()]
 
-    def _count(self, op: CountRecords) -> int:
+    def _count(self, op: store_ops.CountRecords) -> int:
         where, params = filter_sql(op.namespace, op.filter)
         return int(self._conn.execute(f"SELECT COUNT(*) FROM records WHERE {where}", params).fetchone()[0])
 
-    def _lexical(self, op: LexicalSearch) -> list[ScoredId]:
+    def _lexical(self, op: store_ops.LexicalSearch) -> list[store_ops.ScoredId]:
         terms = [t for t in op.terms if t]
         if not terms:
             return []
@@ -387,13 +371,13 @@ class SQLiteStore(Store):
             f"WHERE records_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
             (match, *params, int(op.limit)),
         ).fetchall()
-        return [ScoredId(r[0], -float(r[1])) for r in rows]
+        return [store_ops.ScoredId(r[0], -float(r[1])) for r in rows]
 
-    def _vector(self, op: VectorSearch) -> list[ScoredId]:
+    def _vector(self, op: store_ops.VectorSearch) -> list[store_ops.ScoredId]:
         query = np.asarray(op.vector, dtype=np.float32).reshape(1, -1)
         return self._vectors(op.namespace, query, op.filter, op.limit)[0]
 
-    def _multi_vector(self, op: MultiVectorSearch) -> list[list[ScoredId]]:
+    def _multi_vector(self, op: store_ops.MultiVectorSearch) -> list[list[store_ops.ScoredId]]:
         """Answered in one pass over the cached matrix (see :meth:`_vectors`). Each row's answer is memoised in the
         namespace index (dropped with it on any write to the namespace), so a repeated state part
         costs a lookup; filters naming ``seqs`` or ``segments`` are not memoised."""
@@ -418,7 +402,7 @@ class SQLiteStore(Store):
 
     def _vectors(
         self, namespace: str, queries: npt.NDArray[np.float32], flt: RecordFilter, limit: int
-    ) -> list[list[ScoredId]]:
+    ) -> list[list[store_ops.ScoredId]]:
         """Exact cosine top-``limit`` for each row of ``queries`` ((p, d) float32); see :func:`nearest`."""
         index = self._index(namespace)
         if index is None:
@@ -436,7 +420,7 @@ class SQLiteStore(Store):
             self._cache[namespace] = index
         return index
 
-    def _delete(self, op: DeleteRecords) -> int:
+    def _delete(self, op: store_ops.DeleteRecords) -> int:
         if not op.ids:
             return 0
         marks = ",".join("?" * len(op.ids))
@@ -449,7 +433,7 @@ class SQLiteStore(Store):
         purge_edges(self._conn, op.namespace, op.ids)  # never dangling
         return self._purge_rowids(op.namespace, rowids)
 
-    def _delete_namespace(self, op: DeleteNamespace) -> int:
+    def _delete_namespace(self, op: store_ops.DeleteNamespace) -> int:
         rowids = [r[0] for r in self._conn.execute("SELECT rowid FROM records WHERE namespace = ?", (op.namespace,))]
         self._conn.execute("DELETE FROM provenance WHERE namespace = ?", (op.namespace,))  # queries and states
         purge_edges(self._conn, op.namespace, None)
@@ -468,34 +452,34 @@ class SQLiteStore(Store):
         self._records.pop(namespace, None)
         return len(rowids)
 
-    def _namespaces(self, op: ListNamespaces) -> list[str]:
+    def _namespaces(self, op: store_ops.ListNamespaces) -> list[str]:
         return [r[0] for r in self._conn.execute("SELECT DISTINCT namespace FROM records ORDER BY namespace")]
 
 
 _HANDLERS: dict[type, Any] = {  # handlers on the store: its connection and caches
-    PutRecords: SQLiteStore._put,
-    GetRecords: SQLiteStore._get,
-    FindByHash: SQLiteStore._find_by_hash,
-    RequireCurrent: SQLiteStore._require_current,
-    RequireUnchanged: SQLiteStore._require_unchanged,
-    RequireUnique: SQLiteStore._require_unique,
-    ListRecords: SQLiteStore._list,
-    ListIds: SQLiteStore._list_ids,
-    CountRecords: SQLiteStore._count,
-    LexicalSearch: SQLiteStore._lexical,
-    VectorSearch: SQLiteStore._vector,
-    MultiVectorSearch: SQLiteStore._multi_vector,
-    DeleteRecords: SQLiteStore._delete,
-    DeleteNamespace: SQLiteStore._delete_namespace,
-    ListNamespaces: SQLiteStore._namespaces,
+    store_ops.PutRecords: SQLiteStore._put,
+    store_ops.GetRecords: SQLiteStore._get,
+    store_ops.FindByHash: SQLiteStore._find_by_hash,
+    store_ops.RequireCurrent: SQLiteStore._require_current,
+    store_ops.RequireUnchanged: SQLiteStore._require_unchanged,
+    store_ops.RequireUnique: SQLiteStore._require_unique,
+    store_ops.ListRecords: SQLiteStore._list,
+    store_ops.ListIds: SQLiteStore._list_ids,
+    store_ops.CountRecords: SQLiteStore._count,
+    store_ops.LexicalSearch: SQLiteStore._lexical,
+    store_ops.VectorSearch: SQLiteStore._vector,
+    store_ops.MultiVectorSearch: SQLiteStore._multi_vector,
+    store_ops.DeleteRecords: SQLiteStore._delete,
+    store_ops.DeleteNamespace: SQLiteStore._delete_namespace,
+    store_ops.ListNamespaces: SQLiteStore._namespaces,
 }
 
 _CONNECTION_HANDLERS: dict[type, Callable[[sqlite3.Connection, Any], Any]] = {  # need only the connection
-    AppendAudit: append_audit,
-    ReadAudit: read_audit,
-    ReadAuditRaw: read_audit_raw,
-    PutProvenance: put_provenance,
-    GetProvenance: get_provenance,
-    PutEdges: put_edges,
-    ListEdges: list_edges,
+    store_ops.AppendAudit: append_audit,
+    store_ops.ReadAudit: read_audit,
+    store_ops.ReadAuditRaw: read_audit_raw,
+    store_ops.PutProvenance: put_provenance,
+    store_ops.GetProvenance: get_provenance,
+    store_ops.PutEdges: put_edges,
+    store_ops.ListEdges: list_edges,
 }

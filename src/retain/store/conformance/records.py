@@ -21,13 +21,7 @@ from retain.store.audit_chain import AuditEntry
 from retain.store.base import Store
 from retain.store.conformance.helpers import T0, ids, make, names, unicode_text, unit
 from retain.store.filters import ALL_RECORDS, RecordFilter
-from retain.store.ops import (
-    AppendAudit,
-    CountRecords,
-    PutRecords,
-    RequireUnchanged,
-    RequireUnique,
-)
+from retain.store.ops import AppendAudit, CountRecords, PutRecords, RequireUnchanged, RequireUnique
 from retain.text.lexical import query_terms
 
 __all__ = ["RecordTests"]
