@@ -65,3 +65,22 @@ def test_memory_methods_keep_the_signatures_of_the_functions_they_delegate_to():
         facade = list(inspect.signature(getattr(retain.Memory, name)).parameters.values())[1:]
         behind = list(inspect.signature(delegate).parameters.values())[1:]
         assert facade == behind, name
+
+
+def test_every_type_in_the_fields_of_an_exported_dataclass_is_exported():
+    import dataclasses
+
+    missing: dict[str, set[str]] = {}
+    checked = 0
+    for name in retain.__all__:
+        cls = getattr(retain, name)
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+            continue
+        module = vars(importlib.import_module(cls.__module__))
+        for field, annotation in typing.get_type_hints(cls, module).items():
+            for inner in _retain_types(annotation):
+                checked += 1
+                if inner.__name__ not in retain.__all__ or getattr(retain, inner.__name__) is not inner:
+                    missing.setdefault(inner.__name__, set()).add(f"{name}.{field}")
+    assert checked > 5  # the config classes' fields were resolved and walked
+    assert not missing, f"types in exported dataclasses' fields not exported from retain: {missing}"

@@ -21,16 +21,16 @@ from retain.errors import (
     TextTooLong,
     WriteConflict,
 )
-from retain.ingest.conflict import ConflictPolicy
+from retain.ingest.conflict import ConflictJudge, ConflictPolicy
 from retain.ingest.draft import NewMemory
 from retain.memory import Memory
 from retain.record import MemoryRecord, MemoryType, Tier
-from retain.retention.budget import Budget
+from retain.retention.budget import Budget, BudgetUnit
 from retain.retention.utility import UtilityModel
 from retain.retrieval.fusion import Fusion, Hit, LinearFusion, SearchConfig, SearchMode, SearchOrder
-from retain.safety.canary import CanaryReport
-from retain.safety.context import Context, Provenance
-from retain.safety.handoff import Handoff
+from retain.safety.canary import CanaryReport, CanaryStatus
+from retain.safety.context import Context, ContextItem, LeftOut, Provenance
+from retain.safety.handoff import Handoff, WithheldItem
 from retain.safety.integrity import ForgetReport, RetentionReport
 from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder, StatePerceiver
@@ -43,9 +43,13 @@ __all__ = [
     "AgentState",
     "Budget",
     "BudgetInfeasible",
+    "BudgetUnit",
     "CanaryReport",
+    "CanaryStatus",
+    "ConflictJudge",
     "ConflictPolicy",
     "Context",
+    "ContextItem",
     "Core",
     "DatasetUnavailable",
     "DuplicateContent",
@@ -62,6 +66,7 @@ __all__ = [
     "Hit",
     "InvalidInput",
     "InvalidUtility",
+    "LeftOut",
     "LinearFusion",
     "Memory",
     "MemoryConfig",
@@ -90,6 +95,7 @@ __all__ = [
     "Tier",
     "TimeRef",
     "UtilityModel",
+    "WithheldItem",
     "WriteConflict",
     "classify",
     "classify_with_reason",
