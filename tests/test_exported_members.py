@@ -50,12 +50,8 @@ def test_memory_methods_keep_the_signatures_of_the_functions_they_delegate_to():
     """The facade spells out its typed public signatures; the functions behind it take the same
     parameters after ``core`` (names, kinds, defaults, annotations), so the two cannot drift."""
     from retain.ingest import write
-    from retain.retrieval import search
-    from retain.safety import egress
 
     delegates = {
-        "search": search.search,
-        "export": egress.export,
         "update": write.update,
         "delete": write.delete,
         "feedback": write.feedback,
@@ -65,3 +61,22 @@ def test_memory_methods_keep_the_signatures_of_the_functions_they_delegate_to():
         facade = list(inspect.signature(getattr(retain.Memory, name)).parameters.values())[1:]
         behind = list(inspect.signature(delegate).parameters.values())[1:]
         assert facade == behind, name
+
+
+def test_memory_search_takes_the_options_of_search_request():
+    """``Memory.search`` spells out its typed options; :class:`SearchRequest` holds the same ones
+    (names, order, defaults, annotations), keyword-only, so the two cannot drift."""
+    import dataclasses
+
+    from retain.retrieval.search import SearchRequest
+
+    facade = list(inspect.signature(retain.Memory.search).parameters.values())
+    assert [p.name for p in facade[:3]] == ["self", "query", "namespace"]
+    options = facade[3:]
+    fields = dataclasses.fields(SearchRequest)
+    assert len(fields) > 10
+    assert [p.name for p in options] == [f.name for f in fields]
+    for param, field in zip(options, fields, strict=True):
+        assert param.kind is inspect.Parameter.KEYWORD_ONLY, param.name
+        assert param.default == field.default, param.name
+        assert param.annotation == field.type, param.name

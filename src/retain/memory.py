@@ -26,7 +26,7 @@ from retain.retention.budget import Budget
 from retain.retention.utility import UtilityModel
 from retain.retrieval import graph
 from retain.retrieval.fusion import Hit, LinearFusion, SearchConfig, SearchOrder
-from retain.retrieval.search import search
+from retain.retrieval.search import SearchRequest, search
 from retain.safety import canary, egress, integrity
 from retain.safety.canary import CanaryReport
 from retain.safety.context import Context, Provenance, explain, pack
@@ -427,7 +427,7 @@ class Memory:
     ) -> list[Hit]:
         """Hybrid search of one namespace; returns up to ``k`` :class:`~retain.retrieval.fusion.Hit`, best
         first (scores higher = more relevant), or in event order with ``order="time"``. Canary records
-        are never returned. Every argument is described in :func:`retain.retrieval.search.search`.
+        are never returned. Every option is described in :class:`retain.retrieval.search.SearchRequest`.
 
         Args:
             query: free text, at most :data:`~retain.text.lexical.MAX_QUERY_CHARS` characters; blank = [].
@@ -445,10 +445,7 @@ class Memory:
                 unknown preset, type, tier or order; ``allow_raw`` not a bool; ``expand`` not an int
                 >= 0, or ``expand`` with ``order="time"``.
         """
-        return search(
-            self._core,
-            query,
-            namespace=namespace,
+        request = SearchRequest(
             k=k,
             config=config,
             types=types,
@@ -466,6 +463,7 @@ class Memory:
             window=window,
             order=order,
         )
+        return search(self._core, query, namespace=namespace, request=request)
 
     # --- segments (retain.sequence.segments) ----------------------------------------------
 
@@ -573,14 +571,8 @@ class Memory:
             InvalidInput: bad namespace; ``allow_raw`` not a bool; bad actor.
             Forbidden: ``allow_raw=True`` from an untrusted actor (the refusal is audited).
         """
-        return egress.export(
-            self._core,
-            namespace=namespace,
-            include_history=include_history,
-            include_archive=include_archive,
-            allow_raw=allow_raw,
-            actor=actor,
-        )
+        flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_history)
+        return egress.export(self._core, namespace, flt, allow_raw=allow_raw, actor=actor)
 
     def handoff(
         self, namespace: str, *, fmt: HandoffFormat = "markdown", recent: int | None = 10, actor: str = "user"
