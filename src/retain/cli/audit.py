@@ -19,8 +19,6 @@ from retain.safety.audit import Snapshot, SnapshotDiff, diff, snapshot, verify_s
 __all__ = ["audit_app", "diff_command", "format_diff", "register", "snapshot_command", "verify_command"]
 
 audit_app = typer.Typer(help="The audit log: check that it is intact.", no_args_is_help=True)
-
-
 commands = Commands()
 
 

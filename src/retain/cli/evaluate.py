@@ -19,16 +19,15 @@ from retain.errors import RetainError
 
 __all__ = ["ALL_POLICIES", "eval_beam", "eval_locomo", "eval_longmemeval", "register"]
 
+commands = Commands()
+register = commands.register
+"""Adds ``locomo``, ``beam`` and ``longmemeval`` to the ``eval`` group ``eval_app``."""
+
 ALL_POLICIES = "fifo,lru,random,utility,knapsack,lookahead,oracle"
 """Every budget policy ``--policy`` accepts, the default of ``eval locomo`` and ``eval beam``."""
 
 JsonOutOption = Annotated[Path | None, typer.Option("--json", help="Write the figures as JSON here.")]
 PolicyOption = Annotated[str, typer.Option(help="Budget policies to compare (with --budget).")]
-
-
-commands = Commands()
-register = commands.register
-"""Adds ``locomo``, ``beam`` and ``longmemeval`` to the ``eval`` group ``eval_app``."""
 
 
 @commands("locomo")

@@ -27,15 +27,14 @@ from retain.errors import RetainError
 
 __all__ = ["SAM_COLUMNS", "add", "export", "handoff", "info", "register", "search"]
 
+commands = Commands()
+register = commands.register
+"""Adds ``add``, ``search``, ``export``, ``handoff`` and ``info`` to ``app``."""
+
 SAM_COLUMNS = ("alpha", "content", "state", "prior")
 """Score parts of a state-adaptive hit that `retain search` shows as columns (all are in --json)."""
 
 OutOption = Annotated[Path | None, typer.Option(help="Write to this file instead of standard output.")]
-
-
-commands = Commands()
-register = commands.register
-"""Adds ``add``, ``search``, ``export``, ``handoff`` and ``info`` to ``app``."""
 
 
 @commands("add", PANEL_MEMORY)

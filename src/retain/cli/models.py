@@ -17,7 +17,6 @@ from retain.errors import RetainError
 
 __all__ = ["reembed", "register", "train_fusion"]
 
-
 commands = Commands()
 register = commands.register
 """Adds ``reembed`` and ``train-fusion`` to ``app``."""

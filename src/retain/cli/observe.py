@@ -25,7 +25,6 @@ from retain.safety.redaction import redact_record
 
 __all__ = ["add_canary_command", "check_command", "context_command", "explain_command", "register"]
 
-
 commands = Commands()
 register = commands.register
 """Adds ``context``, ``explain``, ``add-canary`` and ``check`` to ``app``."""

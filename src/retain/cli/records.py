@@ -33,6 +33,10 @@ __all__ = [
     "unpin_cmd",
 ]
 
+commands = Commands()
+register = commands.register
+"""Adds ``import``, ``timeline``, ``history``, ``pin``, ``unpin``, ``delete`` and ``forget`` to ``app``."""
+
 IMPORT_FILE_LIMIT = 256 << 20
 """Largest file ``retain import`` reads: 256 MiB (bytes)."""
 
@@ -102,11 +106,6 @@ def _by_line(exc: RetainError, lines: list[int]) -> RetainError:
 
 def _time(record: MemoryRecord) -> str:
     return record.event_time.isoformat().replace("+00:00", "Z") if record.event_time is not None else "unknown"
-
-
-commands = Commands()
-register = commands.register
-"""Adds ``import``, ``timeline``, ``history``, ``pin``, ``unpin``, ``delete`` and ``forget`` to ``app``."""
 
 
 @commands("import", PANEL_MEMORY)

@@ -25,21 +25,19 @@ if TYPE_CHECKING:
 
 __all__ = ["eval_scenarios", "register", "register_eval", "trace", "train_sam"]
 
+commands = Commands()
+register = commands.register
+"""Adds ``trace`` and ``train-sam`` to ``app``."""
+
+eval_commands = Commands()
+register_eval = eval_commands.register
+"""Adds ``scenarios`` to the ``eval`` group ``eval_app``."""
+
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 FIGURES = ("recall@5", "recall@10", "mrr", "forbidden_rate", "integrity", "integrity_min")
 HEADERS = ("r@5", "r@10", "MRR", "forb.", "integ.", "int. min")
-
-
-commands = Commands()
-register = commands.register
-"""Adds ``trace`` and ``train-sam`` to ``app``."""
-
-
-eval_commands = Commands()
-register_eval = eval_commands.register
-"""Adds ``scenarios`` to the ``eval`` group ``eval_app``."""
 
 
 def _parse_budgets(budget: str | None) -> list[int]:

@@ -16,12 +16,11 @@ from retain.errors import RetainError
 
 __all__ = ["compress_cmd", "register", "summarize_cmd"]
 
-SegmentArgument = Annotated[str, typer.Argument(help="Segment (session) id, as given to add.")]
-
-
 commands = Commands()
 register = commands.register
 """Adds ``summarize`` and ``compress`` to ``app``."""
+
+SegmentArgument = Annotated[str, typer.Argument(help="Segment (session) id, as given to add.")]
 
 
 @commands("summarize", PANEL_MEMORY)

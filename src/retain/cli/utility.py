@@ -18,6 +18,10 @@ from retain.errors import RetainError
 
 __all__ = ["SHARES", "beam_chat_dirs", "loco_table", "register", "train_utility_cmd"]
 
+commands = Commands()
+register = commands.register
+"""Adds the ``train-utility`` command to ``app``."""
+
 SHARES = (0.10, 0.25, 0.50)
 
 
@@ -49,11 +53,6 @@ def beam_chat_dirs(path: Path) -> list[Path]:
         return [path]
     chats = [p for p in path.iterdir() if (p / "probing_questions").is_dir()] if path.is_dir() else []
     return sorted(chats, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
-
-
-commands = Commands()
-register = commands.register
-"""Adds the ``train-utility`` command to ``app``."""
 
 
 @commands("train-utility", PANEL_MODELS)
