@@ -2,7 +2,11 @@ import importlib
 import inspect
 import typing
 
+import pytest
+
 import retain
+from retain.core import Core
+from retain.memory import _FromCore
 
 
 def test_all_is_sorted_and_complete():
@@ -27,6 +31,32 @@ def _retain_types(annotation: object) -> set[type]:
     return found
 
 
+def _core_attribute_type(name: str) -> object:
+    """The type of the :class:`~retain.core.Core` attribute ``name`` (a property's return type, else
+    the type of the ``__init__`` parameter it is set from)."""
+    namespace = {**vars(importlib.import_module("retain.memory")), **vars(importlib.import_module("retain.core"))}
+    attr = inspect.getattr_static(Core, name, None)
+    if isinstance(attr, property):
+        return typing.get_type_hints(attr.fget, namespace)["return"]
+    return typing.get_type_hints(Core.__init__, namespace)[name]
+
+
+def test_memory_attributes_from_the_core_are_read_only():
+    mem = retain.Memory(encoder=retain.HashingEncoder(dim=16), state_scorer=False)
+    try:
+        delegated = [n for n, m in inspect.getmembers(retain.Memory) if isinstance(m, _FromCore)]
+        assert {"store", "encoder", "config", "budget", "state_encoder"} <= set(delegated)
+        for name in delegated:
+            assert getattr(retain.Memory, name).__doc__, name
+            with pytest.raises(AttributeError, match="no setter"):
+                setattr(mem, name, None)
+            with pytest.raises(AttributeError, match="no deleter"):
+                delattr(mem, name)
+        assert mem.store is mem.core.store and mem.config is mem.core.config
+    finally:
+        mem.close()
+
+
 def test_every_type_in_a_public_signature_of_memory_is_exported():
     namespace = vars(importlib.import_module("retain.memory"))
     missing: dict[str, set[str]] = {}
@@ -34,10 +64,14 @@ def test_every_type_in_a_public_signature_of_memory_is_exported():
     for name, member in inspect.getmembers(retain.Memory):
         if name.startswith("_") and name != "__init__":
             continue
-        func = member.fget if isinstance(member, property) else member
-        if not callable(func):
-            continue
-        for annotation in typing.get_type_hints(func, namespace).values():
+        if isinstance(member, _FromCore):  # a read-only attribute delegating to the core
+            hints = {"return": _core_attribute_type(name)}
+        else:
+            func = member.fget if isinstance(member, property) else member
+            if not callable(func):
+                continue
+            hints = typing.get_type_hints(func, namespace)
+        for annotation in hints.values():
             for cls in _retain_types(annotation):
                 checked += 1
                 if cls.__name__ not in retain.__all__ or getattr(retain, cls.__name__) is not cls:
@@ -50,12 +84,8 @@ def test_memory_methods_keep_the_signatures_of_the_functions_they_delegate_to():
     """The facade spells out its typed public signatures; the functions behind it take the same
     parameters after ``core`` (names, kinds, defaults, annotations), so the two cannot drift."""
     from retain.ingest import write
-    from retain.retrieval import search
-    from retain.safety import egress
 
     delegates = {
-        "search": search.search,
-        "export": egress.export,
         "update": write.update,
         "delete": write.delete,
         "feedback": write.feedback,
@@ -84,3 +114,22 @@ def test_every_type_in_the_fields_of_an_exported_dataclass_is_exported():
                     missing.setdefault(inner.__name__, set()).add(f"{name}.{field}")
     assert checked > 5  # the config classes' fields were resolved and walked
     assert not missing, f"types in exported dataclasses' fields not exported from retain: {missing}"
+
+
+def test_memory_search_takes_the_options_of_search_request():
+    """``Memory.search`` spells out its typed options; :class:`SearchRequest` holds the same ones
+    (names, order, defaults, annotations), keyword-only, so the two cannot drift."""
+    import dataclasses
+
+    from retain.retrieval.search import SearchRequest
+
+    facade = list(inspect.signature(retain.Memory.search).parameters.values())
+    assert [p.name for p in facade[:3]] == ["self", "query", "namespace"]
+    options = facade[3:]
+    fields = dataclasses.fields(SearchRequest)
+    assert len(fields) > 10
+    assert [p.name for p in options] == [f.name for f in fields]
+    for param, field in zip(options, fields, strict=True):
+        assert param.kind is inspect.Parameter.KEYWORD_ONLY, param.name
+        assert param.default == field.default, param.name
+        assert param.annotation == field.type, param.name

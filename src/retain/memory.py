@@ -10,10 +10,10 @@ the graph in :mod:`retain.retrieval.graph`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Never, NoReturn, TypeVar, overload
 
 from retain.config import DEFAULT_MEMORY_CONFIG, MemoryConfig
 from retain.core import Core, reembed
@@ -26,7 +26,7 @@ from retain.retention.budget import Budget
 from retain.retention.utility import UtilityModel
 from retain.retrieval import graph
 from retain.retrieval.fusion import Hit, LinearFusion, SearchConfig, SearchOrder
-from retain.retrieval.search import search
+from retain.retrieval.search import SearchRequest, search
 from retain.safety import canary, egress, integrity
 from retain.safety.canary import CanaryReport
 from retain.safety.context import Context, Provenance, explain, pack
@@ -34,12 +34,40 @@ from retain.safety.handoff import Handoff, HandoffFormat
 from retain.safety.integrity import ForgetReport, RetentionReport
 from retain.sequence import segments, timeline
 from retain.sequence.segments import Summariser
-from retain.state.agent import AgentState, StateEncoder
+from retain.state.agent import AgentState
 from retain.state.scorer import StateScorer
 from retain.store import HOT_TIERS, Edge, EdgeType, RecordFilter, Store
 from retain.store.sqlite import SQLiteStore
 
 __all__ = ["Memory"]
+
+_T = TypeVar("_T")
+
+
+class _FromCore(Generic[_T]):
+    """A read-only attribute of :class:`Memory` delegating to its :class:`~retain.core.Core`:
+    ``memory.<name>`` is ``get(memory.core)``; it cannot be set or deleted."""
+
+    def __init__(self, get: Callable[[Core], _T], doc: str) -> None:
+        self._get = get
+        self._name = ""
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any] | None = None) -> _FromCore[_T]: ...
+    @overload
+    def __get__(self, obj: Memory, owner: type[Any] | None = None) -> _T: ...
+    def __get__(self, obj: Memory | None, owner: type[Any] | None = None) -> _FromCore[_T] | _T:
+        return self if obj is None else self._get(obj._core)
+
+    def __set__(self, obj: Memory, value: Never) -> NoReturn:
+        raise AttributeError(f"property {self._name!r} of {type(obj).__name__!r} object has no setter")
+
+    def __delete__(self, obj: Memory) -> NoReturn:
+        raise AttributeError(f"property {self._name!r} of {type(obj).__name__!r} object has no deleter")
 
 
 class Memory:
@@ -99,50 +127,26 @@ class Memory:
             raise
 
     @property
-    def store(self) -> Store:
-        """The underlying :class:`~retain.store.Store`."""
-        return self._core.store
-
-    @property
-    def encoder(self) -> Encoder:
-        """The encoder of every record and query."""
-        return self._core.encoder
-
-    @property
-    def config(self) -> MemoryConfig:
-        """Limits and switches (:class:`~retain.config.MemoryConfig`)."""
-        return self._core.config
-
-    @property
-    def budget(self) -> Budget | None:
-        """Capacity of each namespace's hot memory; None = unbounded."""
-        return self._core.budget
-
-    @property
     def core(self) -> Core:
         """The :class:`~retain.core.Core` this facade delegates to (for retain's own evaluation code)."""
         return self._core
 
-    @property
-    def fusion(self) -> LinearFusion:
-        """The learned fusion model (loaded on first use)."""
-        return self._core.fusion
-
-    @property
-    def utility(self) -> UtilityModel | None:
-        """The utility model in use (the shipped learned model is loaded on first need)."""
-        return self._core.utility
-
-    @property
-    def state_scorer(self) -> StateScorer | None:
-        """The state-adaptive scorer (the shipped model, loaded on first use; None when disabled
-        with ``Memory(state_scorer=False)``)."""
-        return self._core.state_scorer
-
-    @property
-    def state_encoder(self) -> StateEncoder:
-        """Embeds agent states with this memory's encoder (memoised by text)."""
-        return self._core.state_encoder
+    store = _FromCore(lambda core: core.store, "The underlying :class:`~retain.store.Store`.")
+    encoder = _FromCore(lambda core: core.encoder, "The encoder of every record and query.")
+    config = _FromCore(lambda core: core.config, "Limits and switches (:class:`~retain.config.MemoryConfig`).")
+    budget = _FromCore(lambda core: core.budget, "Capacity of each namespace's hot memory; None = unbounded.")
+    fusion = _FromCore(lambda core: core.fusion, "The learned fusion model (loaded on first use).")
+    utility = _FromCore(
+        lambda core: core.utility, "The utility model in use (the shipped learned model is loaded on first need)."
+    )
+    state_scorer = _FromCore(
+        lambda core: core.state_scorer,
+        "The state-adaptive scorer (the shipped model, loaded on first use; None when disabled "
+        "with ``Memory(state_scorer=False)``).",
+    )
+    state_encoder = _FromCore(
+        lambda core: core.state_encoder, "Embeds agent states with this memory's encoder (memoised by text)."
+    )
 
     @classmethod
     def reembed(cls, path: str | Path, encoder: Encoder, *, batch_size: int = 256) -> int:
@@ -427,7 +431,7 @@ class Memory:
     ) -> list[Hit]:
         """Hybrid search of one namespace; returns up to ``k`` :class:`~retain.retrieval.fusion.Hit`, best
         first (scores higher = more relevant), or in event order with ``order="time"``. Canary records
-        are never returned. Every argument is described in :func:`retain.retrieval.search.search`.
+        are never returned. Every option is described in :class:`retain.retrieval.search.SearchRequest`.
 
         Args:
             query: free text, at most :data:`~retain.text.lexical.MAX_QUERY_CHARS` characters; blank = [].
@@ -445,27 +449,10 @@ class Memory:
                 unknown preset, type, tier or order; ``allow_raw`` not a bool; ``expand`` not an int
                 >= 0, or ``expand`` with ``order="time"``.
         """
-        return search(
-            self._core,
-            query,
-            namespace=namespace,
-            k=k,
-            config=config,
-            types=types,
-            tiers=tiers,
-            start=start,
-            end=end,
-            include_superseded=include_superseded,
-            threshold=threshold,
-            mmr_lambda=mmr_lambda,
-            state=state,
-            allow_raw=allow_raw,
-            time_aware=time_aware,
-            now=now,
-            expand=expand,
-            window=window,
-            order=order,
-        )
+        # the parameters after ``namespace`` are the fields of SearchRequest, same names, defaults
+        # and annotations (tests/test_exported_members.py checks it)
+        options = {name: value for name, value in locals().items() if name not in ("self", "query", "namespace")}
+        return search(self._core, query, namespace=namespace, request=SearchRequest(**options))
 
     # --- segments (retain.sequence.segments) ----------------------------------------------
 
@@ -573,14 +560,8 @@ class Memory:
             InvalidInput: bad namespace; ``allow_raw`` not a bool; bad actor.
             Forbidden: ``allow_raw=True`` from an untrusted actor (the refusal is audited).
         """
-        return egress.export(
-            self._core,
-            namespace=namespace,
-            include_history=include_history,
-            include_archive=include_archive,
-            allow_raw=allow_raw,
-            actor=actor,
-        )
+        flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_history)
+        return egress.export(self._core, namespace, flt, allow_raw=allow_raw, actor=actor)
 
     def handoff(
         self, namespace: str, *, fmt: HandoffFormat = "markdown", recent: int | None = 10, actor: str = "user"

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from retain.cli.common import fail_plain, open_store
+from retain.cli.common import Commands, fail_plain, open_store
 from retain.cli.options import PANEL_INSPECT, DbOption
 from retain.errors import RetainError
 from retain.safety.audit import Snapshot, SnapshotDiff, diff, snapshot, verify_store
@@ -19,13 +19,13 @@ from retain.safety.audit import Snapshot, SnapshotDiff, diff, snapshot, verify_s
 __all__ = ["audit_app", "diff_command", "format_diff", "register", "snapshot_command", "verify_command"]
 
 audit_app = typer.Typer(help="The audit log: check that it is intact.", no_args_is_help=True)
+commands = Commands()
 
 
 def register(app: typer.Typer) -> None:
     """Add ``audit verify``, ``snapshot`` and ``diff`` to ``app``."""
     app.add_typer(audit_app, name="audit", rich_help_panel=PANEL_INSPECT)
-    app.command("snapshot", rich_help_panel=PANEL_INSPECT)(snapshot_command)
-    app.command("diff", rich_help_panel=PANEL_INSPECT)(diff_command)
+    commands.register(app)
 
 
 @audit_app.command("verify")
@@ -64,6 +64,7 @@ def verify_command(
     raise typer.Exit(code=1)
 
 
+@commands("snapshot", PANEL_INSPECT)
 def snapshot_command(
     namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace (tenant / user / agent).")],
     out: Annotated[Path | None, typer.Option(help="Write to this file instead of standard output.")] = None,
@@ -88,6 +89,7 @@ def snapshot_command(
         typer.echo(f"wrote {out} ({len(snap.records)} records)")
 
 
+@commands("diff", PANEL_INSPECT)
 def diff_command(
     before: Annotated[Path, typer.Argument(help="Earlier snapshot (JSON from 'retain snapshot').")],
     after: Annotated[Path, typer.Argument(help="Later snapshot.")],

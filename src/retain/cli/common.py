@@ -1,5 +1,6 @@
-"""Helpers every ``retain`` command shares: the output consoles, opening a store from ``--db``,
-the encoder named by ``--encoder``, the global ``--log`` option, and the error exits.
+"""Helpers every ``retain`` command shares: the command registry (:class:`Commands`), the output
+consoles, opening a store from ``--db``, the encoder named by ``--encoder``, the global ``--log``
+option, and the error exits.
 
 Imports no other module of :mod:`retain.cli`: the command modules import this one, and
 :mod:`retain.cli.app` imports the command modules.
@@ -12,8 +13,9 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOG_FORMATS",
+    "Commands",
     "cell",
     "console",
     "emit",
@@ -41,6 +44,35 @@ __all__ = [
     "open_store",
     "setup_logging",
 ]
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+class Commands:
+    """The commands of one CLI module, in the order they are defined: decorate each command function
+    with ``@commands("name", PANEL)`` (``commands = Commands()``); ``register = commands.register``
+    then adds them to an app in that order, which is their order in ``retain --help``."""
+
+    def __init__(self) -> None:
+        self._commands: list[tuple[str, str | None, Callable[..., Any]]] = []
+
+    def __call__(self, name: str, panel: str | None = None) -> Callable[[_Command], _Command]:
+        """A decorator listing its function as the command ``name`` (in the help panel ``panel``)."""
+
+        def add(func: _Command) -> _Command:
+            self._commands.append((name, panel, func))
+            return func
+
+        return add
+
+    def register(self, app: typer.Typer) -> None:
+        """Add the listed commands to ``app``, in the order they were listed."""
+        for name, panel, func in self._commands:
+            if panel is None:
+                app.command(name)(func)
+            else:
+                app.command(name, rich_help_panel=panel)(func)
+
 
 LOG_FORMATS = ("json", "console")
 """Values of ``--log`` / ``$RETAIN_LOG``."""

@@ -13,11 +13,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from retain.cli.common import cell, console, err_console, fail, make_encoder
+from retain.cli.common import Commands, cell, console, err_console, fail, make_encoder
 from retain.cli.options import EncoderOption
 from retain.errors import RetainError
 
 __all__ = ["ALL_POLICIES", "eval_beam", "eval_locomo", "eval_longmemeval", "register"]
+
+commands = Commands()
+register = commands.register
+"""Adds ``locomo``, ``beam`` and ``longmemeval`` to the ``eval`` group ``eval_app``."""
 
 ALL_POLICIES = "fifo,lru,random,utility,knapsack,lookahead,oracle"
 """Every budget policy ``--policy`` accepts, the default of ``eval locomo`` and ``eval beam``."""
@@ -26,13 +30,7 @@ JsonOutOption = Annotated[Path | None, typer.Option("--json", help="Write the fi
 PolicyOption = Annotated[str, typer.Option(help="Budget policies to compare (with --budget).")]
 
 
-def register(eval_app: typer.Typer) -> None:
-    """Add ``locomo``, ``beam`` and ``longmemeval`` to the ``eval`` group ``eval_app``."""
-    eval_app.command("locomo")(eval_locomo)
-    eval_app.command("beam")(eval_beam)
-    eval_app.command("longmemeval")(eval_longmemeval)
-
-
+@commands("locomo")
 def eval_locomo(
     data: Annotated[
         Path | None,
@@ -116,6 +114,7 @@ def _print_locomo(result: dict[str, Any]) -> None:
         )
 
 
+@commands("beam")
 def eval_beam(
     data: Annotated[
         Path, typer.Option(help="BEAM tier folder holding chat folders 1, 2, ... (e.g. ../shared/data/beam/100K).")
@@ -179,6 +178,7 @@ def eval_beam(
         console.print(f"json: {json_out}")
 
 
+@commands("longmemeval")
 def eval_longmemeval(
     data: Annotated[Path, typer.Option(help="LongMemEval-format JSON file (e.g. ../shared/data/longmemeval/*.json).")],
     json_out: JsonOutOption = None,

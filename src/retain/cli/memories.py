@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from retain.cli.common import console, emit, fail, hint_namespace, open_memory
+from retain.cli.common import Commands, console, emit, fail, hint_namespace, open_memory
 from retain.cli.options import (
     PANEL_INSPECT,
     PANEL_MEMORY,
@@ -27,21 +27,17 @@ from retain.errors import RetainError
 
 __all__ = ["SAM_COLUMNS", "add", "export", "handoff", "info", "register", "search"]
 
+commands = Commands()
+register = commands.register
+"""Adds ``add``, ``search``, ``export``, ``handoff`` and ``info`` to ``app``."""
+
 SAM_COLUMNS = ("alpha", "content", "state", "prior")
 """Score parts of a state-adaptive hit that `retain search` shows as columns (all are in --json)."""
 
 OutOption = Annotated[Path | None, typer.Option(help="Write to this file instead of standard output.")]
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``add``, ``search``, ``export``, ``handoff`` and ``info`` to ``app``."""
-    app.command("add", rich_help_panel=PANEL_MEMORY)(add)
-    app.command("search", rich_help_panel=PANEL_MEMORY)(search)
-    app.command("export", rich_help_panel=PANEL_INSPECT)(export)
-    app.command("handoff", rich_help_panel=PANEL_INSPECT)(handoff)
-    app.command("info", rich_help_panel=PANEL_INSPECT)(info)
-
-
+@commands("add", PANEL_MEMORY)
 def add(
     text: Annotated[str, typer.Argument(help="The memory text; '-' reads standard input.")],
     namespace: NamespaceOption,
@@ -86,6 +82,7 @@ def add(
     console.print(rid)
 
 
+@commands("search", PANEL_MEMORY)
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     namespace: NamespaceOption,
@@ -141,6 +138,7 @@ def search(
     console.print(table)
 
 
+@commands("export", PANEL_INSPECT)
 def export(
     namespace: NamespaceOption,
     out: OutOption = None,
@@ -160,6 +158,7 @@ def export(
     emit(text, out)
 
 
+@commands("handoff", PANEL_INSPECT)
 def handoff(
     namespace: Annotated[str, typer.Argument(help="Namespace to summarise.")],
     out: OutOption = None,
@@ -180,6 +179,7 @@ def handoff(
     emit(text.rstrip("\n"), out)
 
 
+@commands("info", PANEL_INSPECT)
 def info(db: DbOption = None) -> None:
     """Show the store's location, encoder and record counts per namespace and tier."""
     try:

@@ -11,19 +11,18 @@ from typing import Annotated
 
 import typer
 
-from retain.cli.common import console, fail, make_encoder
+from retain.cli.common import Commands, console, fail, make_encoder
 from retain.cli.options import PANEL_MODELS, EncoderOption
 from retain.errors import RetainError
 
 __all__ = ["reembed", "register", "train_fusion"]
 
-
-def register(app: typer.Typer) -> None:
-    """Add ``reembed`` and ``train-fusion`` to ``app``."""
-    app.command("reembed", rich_help_panel=PANEL_MODELS)(reembed)
-    app.command("train-fusion", rich_help_panel=PANEL_MODELS)(train_fusion)
+commands = Commands()
+register = commands.register
+"""Adds ``reembed`` and ``train-fusion`` to ``app``."""
 
 
+@commands("reembed", PANEL_MODELS)
 def reembed(
     db: Annotated[Path, typer.Argument(help="Store file to re-embed.")],
     encoder: EncoderOption = "minilm",
@@ -37,6 +36,7 @@ def reembed(
     console.print(f"re-embedded {count} records with {encoder}")
 
 
+@commands("train-fusion", PANEL_MODELS)
 def train_fusion(
     out: Annotated[Path, typer.Option(help="Where to write the fusion model JSON.")],
     data: Annotated[Path | None, typer.Option(help="LoCoMo-format file (default: see 'retain eval locomo').")] = None,

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from retain.cli.common import fail_plain, open_memory, open_store
+from retain.cli.common import Commands, fail_plain, open_memory, open_store
 from retain.cli.options import PANEL_INSPECT, PANEL_MEMORY, DbOption, NamespaceOption, StateOption, parse_state
 from retain.errors import RetainError
 from retain.safety.canary import check
@@ -25,15 +25,12 @@ from retain.safety.redaction import redact_record
 
 __all__ = ["add_canary_command", "check_command", "context_command", "explain_command", "register"]
 
-
-def register(app: typer.Typer) -> None:
-    """Add ``context``, ``explain``, ``add-canary`` and ``check`` to ``app``."""
-    app.command("context", rich_help_panel=PANEL_MEMORY)(context_command)
-    app.command("explain", rich_help_panel=PANEL_INSPECT)(explain_command)
-    app.command("add-canary", rich_help_panel=PANEL_INSPECT)(add_canary_command)
-    app.command("check", rich_help_panel=PANEL_INSPECT)(check_command)
+commands = Commands()
+register = commands.register
+"""Adds ``context``, ``explain``, ``add-canary`` and ``check`` to ``app``."""
 
 
+@commands("context", PANEL_MEMORY)
 def context_command(
     query: Annotated[str, typer.Argument(help="What the agent is working on.")],
     namespace: NamespaceOption,
@@ -64,6 +61,7 @@ def context_command(
     )
 
 
+@commands("explain", PANEL_INSPECT)
 def explain_command(
     provenance_id: Annotated[
         str, typer.Argument(help="Provenance id printed by 'retain context' (or Memory.context).")
@@ -87,6 +85,7 @@ def explain_command(
     _print_provenance(prov, present)
 
 
+@commands("add-canary", PANEL_INSPECT)
 def add_canary_command(
     text: Annotated[str, typer.Argument(help="The canary text (unique in the namespace).")],
     namespace: NamespaceOption,
@@ -100,6 +99,7 @@ def add_canary_command(
         fail_plain(str(exc))
 
 
+@commands("check", PANEL_INSPECT)
 def check_command(
     namespace: Annotated[
         str | None, typer.Option("--namespace", "-n", help="Only this namespace (default: all).")

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from retain.cli.common import console, fail, hint_namespace, open_memory
+from retain.cli.common import Commands, console, fail, hint_namespace, open_memory
 from retain.cli.options import PANEL_MEMORY, DbOption, NamespaceOption, RawOption
 from retain.errors import InvalidInput, RetainError
 from retain.record import MemoryRecord
@@ -32,6 +32,10 @@ __all__ = [
     "timeline_cmd",
     "unpin_cmd",
 ]
+
+commands = Commands()
+register = commands.register
+"""Adds ``import``, ``timeline``, ``history``, ``pin``, ``unpin``, ``delete`` and ``forget`` to ``app``."""
 
 IMPORT_FILE_LIMIT = 256 << 20
 """Largest file ``retain import`` reads: 256 MiB (bytes)."""
@@ -104,17 +108,7 @@ def _time(record: MemoryRecord) -> str:
     return record.event_time.isoformat().replace("+00:00", "Z") if record.event_time is not None else "unknown"
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``import``, ``timeline``, ``history``, ``pin``, ``unpin``, ``delete`` and ``forget`` to ``app``."""
-    app.command("import", rich_help_panel=PANEL_MEMORY)(import_cmd)
-    app.command("timeline", rich_help_panel=PANEL_MEMORY)(timeline_cmd)
-    app.command("history", rich_help_panel=PANEL_MEMORY)(history_cmd)
-    app.command("pin", rich_help_panel=PANEL_MEMORY)(pin_cmd)
-    app.command("unpin", rich_help_panel=PANEL_MEMORY)(unpin_cmd)
-    app.command("delete", rich_help_panel=PANEL_MEMORY)(delete_cmd)
-    app.command("forget", rich_help_panel=PANEL_MEMORY)(forget_cmd)
-
-
+@commands("import", PANEL_MEMORY)
 def import_cmd(
     file: Annotated[str, typer.Argument(help="JSON Lines file, one memory object per line; '-' reads standard input.")],
     namespace: NamespaceOption,
@@ -142,6 +136,7 @@ def import_cmd(
     )
 
 
+@commands("timeline", PANEL_MEMORY)
 def timeline_cmd(
     namespace: NamespaceOption,
     query: Annotated[
@@ -181,6 +176,7 @@ def timeline_cmd(
     console.print(table)
 
 
+@commands("history", PANEL_MEMORY)
 def history_cmd(
     record_id: IdArgument,
     namespace: NamespaceOption,
@@ -213,6 +209,7 @@ def _set_pin(record_id: str, namespace: str, actor: str, reason: str, db: Path |
     console.print(f"{'pinned' if pinned else 'unpinned'} {record.id} ({record.tier.value})")
 
 
+@commands("pin", PANEL_MEMORY)
 def pin_cmd(
     record_id: IdArgument,
     namespace: NamespaceOption,
@@ -224,6 +221,7 @@ def pin_cmd(
     _set_pin(record_id, namespace, actor, reason, db, pinned=True)
 
 
+@commands("unpin", PANEL_MEMORY)
 def unpin_cmd(
     record_id: IdArgument,
     namespace: NamespaceOption,
@@ -235,6 +233,7 @@ def unpin_cmd(
     _set_pin(record_id, namespace, actor, reason, db, pinned=False)
 
 
+@commands("delete", PANEL_MEMORY)
 def delete_cmd(
     record_id: IdArgument,
     namespace: NamespaceOption,
@@ -254,6 +253,7 @@ def delete_cmd(
     console.print(f"deleted {purged} record{'s' if purged != 1 else ''}")
 
 
+@commands("forget", PANEL_MEMORY)
 def forget_cmd(
     query_or_id: Annotated[
         str, typer.Argument(help="A record id, or a query (its best K hits sharing a term with it).")

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from retain.cli.common import cell, fail, make_encoder
+from retain.cli.common import Commands, cell, fail, make_encoder
 from retain.cli.options import PANEL_MODELS
 from retain.config import Settings
 from retain.errors import RetainError
@@ -25,22 +25,19 @@ if TYPE_CHECKING:
 
 __all__ = ["eval_scenarios", "register", "register_eval", "trace", "train_sam"]
 
+commands = Commands()
+register = commands.register
+"""Adds ``trace`` and ``train-sam`` to ``app``."""
+
+eval_commands = Commands()
+register_eval = eval_commands.register
+"""Adds ``scenarios`` to the ``eval`` group ``eval_app``."""
+
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 FIGURES = ("recall@5", "recall@10", "mrr", "forbidden_rate", "integrity", "integrity_min")
 HEADERS = ("r@5", "r@10", "MRR", "forb.", "integ.", "int. min")
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``trace`` and ``train-sam`` to ``app``."""
-    app.command("trace", rich_help_panel=PANEL_MODELS)(trace)
-    app.command("train-sam", rich_help_panel=PANEL_MODELS)(train_sam)
-
-
-def register_eval(eval_app: typer.Typer) -> None:
-    """Add ``scenarios`` to the ``eval`` group ``eval_app``."""
-    eval_app.command("scenarios")(eval_scenarios)
 
 
 def _parse_budgets(budget: str | None) -> list[int]:
@@ -55,6 +52,7 @@ def _parse_budgets(budget: str | None) -> list[int]:
     return values
 
 
+@eval_commands("scenarios")
 def eval_scenarios(
     data: Annotated[
         list[Path] | None,
@@ -156,6 +154,7 @@ def _print_per_scenario(result: dict[str, Any]) -> None:
     console.print(detail)
 
 
+@commands("trace", PANEL_MODELS)
 def trace(
     scenario: Annotated[Path, typer.Argument(help="One retain-scenario/1 JSON file.")],
     k: Annotated[int, typer.Option("-k", help="Hits shown per probe.", min=1)] = 10,
@@ -211,6 +210,7 @@ def trace(
             console.print(f"  missed needed: {', '.join(missed) or 'none'}")
 
 
+@commands("train-sam", PANEL_MODELS)
 def train_sam(
     data: Annotated[list[Path], typer.Option(help="Training scenario files or folders (repeatable).")],
     out: Annotated[Path, typer.Option(help="Where to write the fitted model (JSON).")],

@@ -10,21 +10,20 @@ from typing import Annotated
 
 import typer
 
-from retain.cli.common import console, fail, open_memory
+from retain.cli.common import Commands, console, fail, open_memory
 from retain.cli.options import PANEL_MEMORY, DbOption, NamespaceOption
 from retain.errors import RetainError
 
 __all__ = ["compress_cmd", "register", "summarize_cmd"]
 
+commands = Commands()
+register = commands.register
+"""Adds ``summarize`` and ``compress`` to ``app``."""
+
 SegmentArgument = Annotated[str, typer.Argument(help="Segment (session) id, as given to add.")]
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``summarize`` and ``compress`` to ``app``."""
-    app.command("summarize", rich_help_panel=PANEL_MEMORY)(summarize_cmd)
-    app.command("compress", rich_help_panel=PANEL_MEMORY)(compress_cmd)
-
-
+@commands("summarize", PANEL_MEMORY)
 def summarize_cmd(
     segment: SegmentArgument,
     namespace: NamespaceOption,
@@ -47,6 +46,7 @@ def summarize_cmd(
     console.print(rec.content, markup=False)
 
 
+@commands("compress", PANEL_MEMORY)
 def compress_cmd(
     segment: SegmentArgument,
     namespace: NamespaceOption,

@@ -12,11 +12,15 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from retain.cli.common import console, fail, make_encoder
+from retain.cli.common import Commands, console, fail, make_encoder
 from retain.cli.options import PANEL_MODELS
 from retain.errors import RetainError
 
 __all__ = ["SHARES", "beam_chat_dirs", "loco_table", "register", "train_utility_cmd"]
+
+commands = Commands()
+register = commands.register
+"""Adds the ``train-utility`` command to ``app``."""
 
 SHARES = (0.10, 0.25, 0.50)
 
@@ -51,11 +55,7 @@ def beam_chat_dirs(path: Path) -> list[Path]:
     return sorted(chats, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
 
 
-def register(app: typer.Typer) -> None:
-    """Add the ``train-utility`` command to ``app``."""
-    app.command("train-utility", rich_help_panel=PANEL_MODELS)(train_utility_cmd)
-
-
+@commands("train-utility", PANEL_MODELS)
 def train_utility_cmd(
     out: Annotated[Path, typer.Option(help="Where to write the utility model JSON.")],
     data: Annotated[

@@ -33,21 +33,12 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
+import retain.store.ops as store_ops
 from retain.config import DEFAULT_GRAPH_CONFIG, GraphConfig
 from retain.errors import InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, utcnow, validate_namespace
 from retain.safety.canary import is_canary
-from retain.store import (
-    AppendAudit,
-    AuditEntry,
-    Edge,
-    EdgeType,
-    PutEdges,
-    RecordFilter,
-    RequireUnchanged,
-    Store,
-    retry_on_conflict,
-)
+from retain.store import AuditEntry, Edge, EdgeType, RecordFilter, Store, retry_on_conflict
 from retain.text.entities import extract_entities
 from retain.text.lexical import query_terms
 
@@ -229,7 +220,7 @@ def link(
         scrub(reason),
         details={"dst": dst, "type": str(getattr(type, "value", type)), "weight": weight},
     )
-    store.batch([PutEdges((edge,)), AppendAudit(entry)])
+    store.batch([store_ops.PutEdges((edge,)), store_ops.AppendAudit(entry)])
     stored = [e for e in store.edges(namespace, [src], direction="out") if e.dst == dst]
     return next(e for e in stored if e.type.value == str(getattr(type, "value", type)))
 
@@ -513,7 +504,7 @@ def propagate_importance(
         reached = [rid for rid, s in scores.items() if s > 0]
         records = store.get(namespace, reached)
         changed: list[MemoryRecord] = []
-        guards: list[RequireUnchanged] = []
+        guards: list[store_ops.RequireUnchanged] = []
         audit: list[AuditEntry] = []
         for rec in records:
             if rec.superseded_by is not None:
@@ -525,7 +516,7 @@ def propagate_importance(
             changed.append(rec.evolve(importance=after))
             # written back whole: a record deleted, superseded or moved by another writer since it was
             # read must not come back (or be made current again) from this copy
-            guards.append(RequireUnchanged(namespace, rec.id, rec.tier))
+            guards.append(store_ops.RequireUnchanged(namespace, rec.id, rec.tier))
             details = {"before": round(rec.importance, 6), "after": round(after, 6), "ppr": round(scores[rec.id], 9)}
             audit.append(
                 AuditEntry(

@@ -34,7 +34,7 @@ from retain.text.temporal import time_boost
 if TYPE_CHECKING:
     from retain.core import Core
 
-__all__ = ["by_time", "check_allow_raw", "fuse", "search", "search_config"]
+__all__ = ["DEFAULT_REQUEST", "SearchRequest", "by_time", "check_allow_raw", "fuse", "search", "search_config"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,75 +53,79 @@ class _Request:
     by_time: bool
 
 
-@observed("search", args=("namespace", "k"), result=searched)
-def search(
-    core: Core,
-    query: str,
-    *,
-    namespace: str,
-    k: int = 10,
-    config: SearchConfig | str = "default",
-    types: Sequence[MemoryType | str] | None = None,
-    tiers: Sequence[Tier | str] | None = None,
-    start: datetime | str | None = None,
-    end: datetime | str | None = None,
-    include_superseded: bool = False,
-    threshold: float | None = None,
-    mmr_lambda: float | None = None,
-    state: AgentState | Mapping[str, Any] | None = None,
-    allow_raw: bool = False,
-    time_aware: bool = True,
-    now: datetime | str | None = None,
-    expand: int = 0,
-    window: int = 0,
-    order: SearchOrder | str = SearchOrder.RANK,
-) -> list[Hit]:
-    """Hybrid search of ``core``'s store, one namespace; returns up to ``k`` hits, best first (or in event order
-    with ``order="time"``).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchRequest:
+    """The options of a :func:`search` (the keyword parameters of ``Memory.search``, same defaults)."""
+
+    k: int = 10
+    """Number of hits (>= 1)."""
+    config: SearchConfig | str = "default"
+    """A :class:`SearchConfig` or a preset name ("default", "rrf", "lexical", "dense", "diverse")."""
+    types: Sequence[MemoryType | str] | None = None
+    """Metadata filter on the memory type; None = every type."""
+    tiers: Sequence[Tier | str] | None = None
+    """Metadata filter on the tier; None = the hot memory (core + dynamic); pass ``["archive"]`` or
+    all three to search the archive."""
+    start: datetime | str | None = None
+    """Start of the event-time range [start, end), UTC."""
+    end: datetime | str | None = None
+    """End of the event-time range [start, end), UTC."""
+    include_superseded: bool = False
+    """Also return superseded versions (history)."""
+    threshold: float | None = None
+    """Overrides the config's relevance threshold."""
+    mmr_lambda: float | None = None
+    """Overrides the config's MMR trade-off."""
+    state: AgentState | Mapping[str, Any] | None = None
+    """The agent's task state (:class:`~retain.state.agent.AgentState` or a mapping in the scenario
+    format). With a non-empty state the ranking is state-adaptive (:mod:`retain.state.scorer`): score =
+    alpha * state_score + (1 - alpha) * content_score, alpha larger for terse queries; the pool also
+    takes the records nearest to the state, the core tier and the newest records. Breakdowns then add
+    ``content``, ``state``, ``prior``, ``importance``, ``alpha`` and ``phase_known``."""
+    allow_raw: bool = False
+    """Return records as stored. Default False: every hit's record is a redacted copy
+    (:func:`retain.safety.redaction.redact_record`): secrets and personal data in its content and
+    metadata become typed placeholders (``"[EMAIL]"``), and ``metadata["redacted"]`` lists the kinds
+    withheld. Ranking always uses the stored text; redaction changes only what is returned, never what
+    is stored."""
+    time_aware: bool = True
+    """When the query names a time range ("in May 2023", "last year"), add
+    :func:`retain.text.temporal.time_boost` (0.1) to the learned-fusion score of records dated in it,
+    by event time or a resolved time expression; shown as ``scores["time"]``. Only with the learned
+    fusion (the "default" preset), whose scores are probabilities the weight was set on."""
+    now: datetime | str | None = None
+    """The time of asking (UTC) that relative query ranges ("last year") are read against; default
+    the current time."""
+    expand: int = 0
+    """Graph expansion (:func:`retain.retrieval.graph.expand_hits`): the top ``expand`` hits pull in
+    their one-hop neighbours of this namespace, score = parent score * decay (``config.graph.decay``,
+    default 0.5) * edge weight, marked ``Hit.via_edge``; 0 (default) = off."""
+    window: int = 0
+    """Give each hit its neighbouring turns (same segment, ``seq`` within ``window``, any tier) as one
+    context unit in ``Hit.window``, stream order (:func:`retain.sequence.segments.attach_windows`); 0
+    (default) = none."""
+    order: SearchOrder | str = SearchOrder.RANK
+    """"rank" (default): best first. "time": for ordering questions ("list the order in which I
+    brought up ..."): the topic of the query is searched over a wide pool, the best candidates of the
+    pool are spread over sessions (one episode per session per round), and the ``k`` picked are
+    returned in event order (:mod:`retain.sequence.episodes`); ``rank`` is then the position in time.
+    "auto": "time" when :func:`retain.sequence.episodes.asks_order` reads the query as asking for an
+    order, else "rank"."""
+
+
+DEFAULT_REQUEST = SearchRequest()
+"""A search with every option at its default."""
+
+
+@observed("search", args=("namespace",), result=searched)
+def search(core: Core, query: str, *, namespace: str, request: SearchRequest = DEFAULT_REQUEST) -> list[Hit]:
+    """Hybrid search of ``core``'s store, one namespace; returns up to ``request.k`` hits, best first (or in
+    event order with ``order="time"``).
 
     Args:
         query: free text, any language, at most :data:`~retain.text.lexical.MAX_QUERY_CHARS`
             (10,000) characters. Empty or whitespace-only returns [].
-        k: number of hits (>= 1).
-        config: a :class:`SearchConfig` or a preset name ("default", "rrf", "lexical",
-            "dense", "diverse").
-        types, tiers: metadata filters; ``tiers`` defaults to the hot memory (core + dynamic);
-            pass ``["archive"]`` or all three to search the archive.
-        start, end: event-time range [start, end), UTC.
-        include_superseded: also return superseded versions (history).
-        threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
-        state: the agent's task state (:class:`~retain.state.agent.AgentState` or a mapping in the
-            scenario format). With a non-empty state the ranking is state-adaptive
-            (:mod:`retain.state.scorer`): score = alpha * state_score + (1 - alpha) * content_score, alpha
-            larger for terse queries; the pool also takes the records nearest to the state, the
-            core tier and the newest records. Breakdowns then add ``content``, ``state``,
-            ``prior``, ``importance``, ``alpha`` and ``phase_known``.
-        allow_raw: return records as stored. Default False: every hit's record is a redacted
-            copy (:func:`retain.safety.redaction.redact_record`): secrets and personal data in its
-            content and metadata become typed placeholders (``"[EMAIL]"``), and
-            ``metadata["redacted"]`` lists the kinds withheld. Ranking always uses the stored
-            text; redaction changes only what is returned, never what is stored.
-        time_aware: when the query names a time range ("in May 2023", "last year"), add
-            :func:`retain.text.temporal.time_boost` (0.1) to the learned-fusion score of records
-            dated in it, by event time or a resolved time expression; shown as
-            ``scores["time"]``. Only with the learned fusion (the "default" preset), whose
-            scores are probabilities the weight was set on.
-        now: the time of asking (UTC) that relative query ranges ("last year") are read
-            against; default the current time.
-        expand: graph expansion (:func:`retain.retrieval.graph.expand_hits`): the top ``expand`` hits pull
-            in their one-hop neighbours of this namespace, score = parent score * decay
-            (``config.graph.decay``, default 0.5) * edge weight, marked ``Hit.via_edge``;
-            0 (default) = off.
-        window: give each hit its neighbouring turns (same segment, ``seq`` within ``window``,
-            any tier) as one context unit in ``Hit.window``, stream order
-            (:func:`retain.sequence.segments.attach_windows`); 0 (default) = none.
-        order: "rank" (default): best first. "time": for ordering questions ("list the order in
-            which I brought up ..."): the topic of the query is searched over a wide pool, the
-            best candidates of the pool are spread over sessions (one
-            episode per session per round), and the ``k`` picked are returned in event order
-            (:mod:`retain.sequence.episodes`); ``rank`` is then the position in time. "auto": "time" when
-            :func:`retain.sequence.episodes.asks_order` reads the query as asking for an order, else
-            "rank".
+        request: the options (:class:`SearchRequest`, where each is described).
 
     Returns: list of :class:`~retain.retrieval.fusion.Hit`, scores higher = more relevant. Canary
     records (:mod:`retain.safety.canary`) are never returned.
@@ -131,6 +135,9 @@ def search(
             unknown preset, type, tier or order; ``allow_raw`` not a bool; ``expand`` not an int
             >= 0, or ``expand`` with ``order="time"``.
     """
+    annotate(k=request.k)
+    r = request
+    k, threshold, allow_raw, expand, window = r.k, r.threshold, r.allow_raw, r.expand, r.window
     validate_namespace(namespace)
     check_query(query)
     check_text(query, "query")
@@ -138,23 +145,23 @@ def search(
         raise InvalidInput("k: must be an int >= 1")
     if threshold is not None and (not isinstance(threshold, int | float) or threshold != threshold):
         raise InvalidInput(f"threshold: must be a number, got {threshold!r}")
-    cfg = search_config(config, threshold, mmr_lambda)
+    cfg = search_config(r.config, threshold, r.mmr_lambda)
     check_allow_raw(allow_raw)
     check_expand(expand)
     if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= 50:
         raise InvalidInput(f"window: must be an int in [0, 50], got {window!r}")
-    ordered = by_time(order, query)
+    ordered = by_time(r.order, query)
     if ordered and expand:
         raise InvalidInput("expand: graph expansion adds hits out of event order; not with order='time'")
     if not query.strip():
         return []
-    flt = _filter(types, tiers, start, end, include_superseded)
-    request = _request(core, query, k, flt, cfg, AgentState.from_dict(state), ordered)
-    hits = _rank(core, namespace, request, allow_raw=allow_raw, time_aware=time_aware, now=now)
-    if request.by_time:
+    flt = _filter(r.types, r.tiers, r.start, r.end, r.include_superseded)
+    run = _request(core, query, k, flt, cfg, AgentState.from_dict(r.state), ordered)
+    hits = _rank(core, namespace, run, allow_raw=allow_raw, time_aware=r.time_aware, now=r.now)
+    if run.by_time:
         from retain.sequence.episodes import episodes_in_time
 
-        hits = episodes_in_time(hits, request.ordering_query, request.asked_k)
+        hits = episodes_in_time(hits, run.ordering_query, run.asked_k)
     if expand:
         decay = core.config.graph.decay
         hits = expand_hits(core.store, namespace, hits, expand=expand, k=k, flt=flt, decay=decay, allow_raw=allow_raw)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from retain.errors import BudgetInfeasible, InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, MemoryType, new_id, utcnow, validate_namespace
-from retain.retrieval.search import search
+from retain.retrieval.search import SearchRequest, search
 from retain.safety.canary import is_canary
 from retain.safety.observe import annotate, observed
 from retain.safety.redaction import redact_record, redact_value, scrub
@@ -315,7 +315,12 @@ def _tiers(
 def _candidates(core: Core, query: str, namespace: str, state: Mapping[str, Any] | None, k: int) -> list[Hit]:
     """The search hits best first, history included, until ``k`` current ones."""
     hits = (
-        search(core, query, namespace=namespace, k=2 * k, include_superseded=True, state=state or None)
+        search(
+            core,
+            query,
+            namespace=namespace,
+            request=SearchRequest(k=2 * k, include_superseded=True, state=state or None),
+        )
         if query.strip()
         else []
     )

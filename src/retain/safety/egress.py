@@ -19,7 +19,7 @@ from retain.safety.handoff import Handoff, HandoffFormat, build_handoff
 from retain.safety.integrity import is_trusted
 from retain.safety.redaction import redact_record
 from retain.sequence.segments import is_index_summary
-from retain.store import HOT_TIERS, AppendAudit, AuditEntry, RecordFilter, Store
+from retain.store import AppendAudit, AuditEntry, RecordFilter, Store
 
 if TYPE_CHECKING:
     from retain.core import Core
@@ -27,16 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["audit_egress", "export", "handoff"]
 
 
-def export(
-    core: Core,
-    *,
-    namespace: str,
-    include_history: bool = True,
-    include_archive: bool = True,
-    allow_raw: bool = False,
-    actor: str = "user",
-) -> str:
-    """The namespace as JSON (UTF-8 characters kept literal, not escaped), without embeddings.
+def export(core: Core, namespace: str, flt: RecordFilter, *, allow_raw: bool, actor: str) -> str:
+    """The records of ``namespace`` that ``flt`` keeps as JSON (UTF-8 characters kept literal, not
+    escaped), without embeddings. ``Memory.export`` passes every tier or the hot ones, with or
+    without superseded versions.
 
     Shape: ``{"namespace", "encoder", "exported_at", "redacted", "records": [record dicts]}``.
     By default (``allow_raw=False``) each record is a redacted copy
@@ -60,7 +54,6 @@ def export(
             f"export: actor {actor!r} is not trusted and may not export unredacted records; "
             f"trusted actors: {sorted(trusted)}. The refusal is audited."
         )
-    flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_history)
     records = core.store.list_records(namespace, flt)
     audit_egress(core.store, namespace, "export", actor, "done", raw=allow_raw, records=len(records))
     if not allow_raw:

@@ -30,7 +30,7 @@ from retain.config import DEFAULT_TRUSTED_ACTORS
 from retain.errors import Forbidden, InvalidInput
 from retain.record import MemoryRecord, Tier, validate_namespace
 from retain.retention.budget import is_mandatory
-from retain.retrieval.search import search
+from retain.retrieval.search import SearchRequest, search
 from retain.safety.redaction import scrub
 from retain.store import (
     ALL_RECORDS,
@@ -253,7 +253,7 @@ def _forget_once(
     if not targets and not _ID_SHAPE.match(query_or_id):
         if not core.store.supports_lexical:
             raise InvalidInput("forget: this store has no lexical search; forget by id")
-        hits = search(core, query_or_id, namespace=namespace, k=k, tiers=list(Tier))
+        hits = search(core, query_or_id, namespace=namespace, request=SearchRequest(k=k, tiers=list(Tier)))
         targets = [h.record for h in hits if h.scores.get("bm25", 0.0) > 0.0]
     if not targets:
         core.store.batch([AppendAudit(_entry(namespace, "forget", None, actor, reason, "no_match"))])

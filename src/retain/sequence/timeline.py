@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from retain.errors import InvalidInput
 from retain.record import MemoryRecord, utc, validate_namespace
-from retain.retrieval.search import search
+from retain.retrieval.search import SearchRequest, search
 from retain.sequence.order import event_order
 from retain.store import RecordFilter
 
@@ -55,7 +55,8 @@ def timeline(
         raise InvalidInput(f"start: {low.isoformat()} is not before end {high.isoformat()}")
     if query is not None:
         tiers = ["core", "dynamic", "archive"]
-        hits = search(core, query, namespace=namespace, k=limit or 10, tiers=tiers, start=low, end=high, order="time")
+        request = SearchRequest(k=limit or 10, tiers=tiers, start=low, end=high, order="time")
+        hits = search(core, query, namespace=namespace, request=request)
         return [h.record for h in hits]  # the topic's episodes, in event order (retain.sequence.episodes)
     flt = RecordFilter(tiers=None, start=low, end=high)
     ordered = event_order(core.store.list_records(namespace, flt, order="created"))

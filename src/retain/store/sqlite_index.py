@@ -119,9 +119,9 @@ class NamespaceIndex:
         if not flt.include_superseded:
             keep &= self.current
         if flt.start is not None:  # NaN compares False: records with unknown times drop out
-            keep &= self.event_us >= float(to_us(flt.start) or 0)
+            keep &= self.event_us >= float(to_us(flt.start))
         if flt.end is not None:
-            keep &= self.event_us < float(to_us(flt.end) or 0)
+            keep &= self.event_us < float(to_us(flt.end))
         return keep
 
 
@@ -132,9 +132,8 @@ def _index_seq(rec: MemoryRecord) -> int:
 
 def _index_columns(rec: MemoryRecord) -> tuple[float, float]:
     """(event time in microseconds or NaN, 1.0 when current) as the index holds them."""
-    us = to_us(rec.event_time)
     return (
-        np.nan if us is None else float(us),
+        np.nan if rec.event_time is None else float(to_us(rec.event_time)),
         1.0 if rec.superseded_by is None else 0.0,
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
@@ -38,34 +38,15 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
 
 
-@overload
-def to_us(value: datetime) -> int: ...
-@overload
-def to_us(value: None) -> None: ...
-@overload
-def to_us(value: datetime | None) -> int | None: ...
-
-
-def to_us(value: datetime | None) -> int | None:
-    """An aware datetime as integer microseconds since the Unix epoch, UTC (None stays None)."""
+def to_us(value: datetime) -> int:
+    """An aware datetime as integer microseconds since the Unix epoch, UTC (nullable columns: the
+    caller keeps None as None)."""
     # Integer arithmetic: float timestamps lose a microsecond on about 2% of times.
-    if value is None:
-        return None
     return (value.astimezone(UTC) - _EPOCH) // _MICROSECOND
 
 
-@overload
-def from_us(value: int) -> datetime: ...
-@overload
-def from_us(value: None) -> None: ...
-@overload
-def from_us(value: int | None) -> datetime | None: ...
-
-
-def from_us(value: int | None) -> datetime | None:
-    """Integer microseconds since the Unix epoch as a UTC datetime (None stays None)."""
-    if value is None:
-        return None
+def from_us(value: int) -> datetime:
+    """Integer microseconds since the Unix epoch as a UTC datetime."""
     return _EPOCH + timedelta(microseconds=value)
 
 
@@ -79,14 +60,14 @@ def record_values(rec: MemoryRecord) -> tuple[Any, ...]:
         rec.type.value,
         rec.role,
         rec.source,
-        to_us(rec.event_time),
+        None if rec.event_time is None else to_us(rec.event_time),
         to_us(rec.created_at),
         rec.seq,
         rec.segment,
         rec.priority,
         float(rec.importance),
         rec.access_count,
-        to_us(rec.last_accessed),
+        None if rec.last_accessed is None else to_us(rec.last_accessed),
         rec.tier.value,
         int(rec.pinned),
         float(rec.confidence),
@@ -113,14 +94,14 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
         type=MemoryType(row[3]),
         role=row[4],
         source=row[5],
-        event_time=from_us(row[6]),
-        created_at=from_us(row[7]) or utcnow(),
+        event_time=None if row[6] is None else from_us(row[6]),
+        created_at=utcnow() if row[7] is None else from_us(row[7]),
         seq=row[8],
         segment=row[9],
         priority=row[10],
         importance=row[11],
         access_count=row[12],
-        last_accessed=from_us(row[13]),
+        last_accessed=None if row[13] is None else from_us(row[13]),
         tier=Tier(row[14]),
         pinned=bool(row[15]),
         confidence=row[16],
