@@ -123,3 +123,24 @@ def test_no_function_over_80_lines() -> None:
                 if size > MAX_FUNCTION_LINES:
                     long[f"{path.relative_to(SRC)}:{node.lineno} {node.name}"] = size
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+OLD_FLAT_MODULES = (
+    "audit basis budget canary classify cli cli_audit cli_observe cli_options cli_records cli_scenarios "
+    "cli_segments cli_utility conflict constraints context cues episodes graph handoff incremental ingest "
+    "integrity kernels knapsack lagrangian lexical linear observe pool privacy redaction retention retrieve "
+    "sam segments state temporal tiling timeline utility values"
+).split()
+"""The flat modules of retain before it was split into one package per idea."""
+
+
+@pytest.mark.parametrize("name", OLD_FLAT_MODULES)
+def test_an_old_flat_module_path_is_gone(name: str) -> None:
+    import importlib
+
+    try:
+        module = importlib.import_module(f"retain.{name}")
+    except ModuleNotFoundError as exc:
+        assert exc.name == f"retain.{name}"
+    else:  # the name is a package of the new layout now (cli, ingest, retention, state), not the old module
+        assert hasattr(module, "__path__"), f"retain.{name} is still a module"
