@@ -1,5 +1,5 @@
 """The repository's scenario corpus (scenarios/train, dev, test): every file loads, ids are unique and
-name their file, and the files of the split protocol (numbered 3NN) sit in the split their id hashes to,
+name their file, and the files of the split protocol (numbered 3NN and 4NN) sit in the split their id hashes to,
 so no file was moved between splits after its gold was seen."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from retain.eval.scenarios import load_scenario
 CORPUS = Path(__file__).resolve().parents[2] / "scenarios"
 SPLITS = ("train", "dev", "test")
 FILES = sorted(p for split in SPLITS for p in (CORPUS / split).glob("*.json"))
-HASHED = re.compile(r"-3\d\d$")
+HASHED = re.compile(r"-[34]\d\d$")
 
 
 def split_of(scenario_id: str) -> str:
