@@ -3,12 +3,14 @@
 Each scenario's events are replayed in order through ``Memory.add`` (one in-memory store per
 scenario, role and event time kept, ``MemoryConfig.supersede`` on); the ``supersedes`` links the
 store holds afterwards are compared with gold: a link new -> old is correct when gold.supersedes of
-the new event lists the old one. Two sets are reported: ``scenarios/dev`` in this repository (the
-tuning set) and ``../shared/scenarios`` (held out), plus every miss and false alarm with its reason.
+the new event lists the old one. Reported side by side: the repository's ``scenarios/train``,
+``scenarios/dev`` (the tuning set) and ``scenarios/test`` (held out: figures only, no miss or false
+alarm is printed, so its gold is never read while designing), and ``../shared/scenarios``. Every miss
+and false alarm of the other sets is listed with its reason (``--no-errors`` to leave them out).
 With ``--merge`` paraphrase merging is switched on too and every merge is listed.
 
-    python benchmarks/supersede_detection.py [--dev scenarios/dev] [--data ../shared/scenarios]
-        [--encoder minilm] [--merge]
+    python benchmarks/supersede_detection.py [--train scenarios/train] [--dev scenarios/dev]
+        [--test scenarios/test] [--data ../shared/scenarios] [--encoder minilm] [--merge] [--no-errors]
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def replay(path: Path, encoder: Encoder, config: MemoryConfig) -> dict[str, Any]
     }
 
 
-def evaluate(label: str, folder: Path, encoder: Encoder, config: MemoryConfig) -> None:
+def evaluate(label: str, folder: Path, encoder: Encoder, config: MemoryConfig, *, show_errors: bool = True) -> None:
     paths = sorted(folder.glob("*.json"))
     if not paths:
         raise SystemExit(f"{label}: no scenario files under {folder}")
@@ -86,20 +88,27 @@ def evaluate(label: str, folder: Path, encoder: Encoder, config: MemoryConfig) -
         f"{label}: {len(paths)} scenarios, {tp + fn} gold links: precision {precision:.3f} ({tp}/{tp + fp}), "
         f"recall {recall:.3f} ({tp}/{tp + fn}), F1 {f1:.3f}"
     )
-    print("\n".join(errors + merges) if errors or merges else "  no errors")
+    if show_errors:
+        print("\n".join(errors + merges) if errors or merges else "  no errors")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--train", type=Path, default=ROOT / "scenarios" / "train", help="training scenarios")
     parser.add_argument("--dev", type=Path, default=ROOT / "scenarios" / "dev", help="tuning scenarios")
+    parser.add_argument("--test", type=Path, default=ROOT / "scenarios" / "test", help="held-out test split")
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "scenarios", help="held-out scenarios")
     parser.add_argument("--encoder", default="minilm")
     parser.add_argument("--merge", action="store_true", help="also merge paraphrases and list the merges")
+    parser.add_argument("--no-errors", action="store_true", help="figures only, no list of misses")
     args = parser.parse_args()
     encoder = make_encoder(args.encoder)
     config = MemoryConfig(supersede=True, merge_paraphrases=args.merge)
-    evaluate("dev (tuning)", args.dev, encoder, config)
-    evaluate("shared (held out)", args.data, encoder, config)
+    show = not args.no_errors
+    evaluate("train", args.train, encoder, config, show_errors=show)
+    evaluate("dev (tuning)", args.dev, encoder, config, show_errors=show)
+    evaluate("test (held out, figures only)", args.test, encoder, config, show_errors=False)
+    evaluate("shared (held out)", args.data, encoder, config, show_errors=show)
 
 
 if __name__ == "__main__":

@@ -490,3 +490,35 @@ def test_trace_embeds_no_more_than_one_scenario_of_eval(monkeypatch: pytest.Monk
     assert not traced - evaluated, traced - evaluated  # nothing embedded that eval does not, or more often
     assert len(counted.texts) <= len(in_eval.texts)
     assert sum(traced[p.query] for p in sc.probes) <= len(sc.probes)
+
+
+def test_the_report_counts_supersede_links_against_gold(tmp_path):
+    events = [
+        event(1, "The total budget must stay under 5000 EUR.", gtype="hard_constraint"),
+        event(2, "We fly out of Brennick on Friday.", gtype="fact"),
+        event(3, "Actually, the total budget is now 6000 EUR.", gtype="hard_constraint", supersedes=["e1"]),
+        event(4, "Correction: we fly out of Brennick on Saturday, not Friday.", gtype="fact", supersedes=["e2"]),
+        event(5, "The museum shop sells postcards.", gtype="fact"),
+        # a gold link no text supports: the store cannot make it, so it counts as missed
+        event(6, "Dinner is at the harbour at eight.", gtype="fact", supersedes=["e5"]),
+    ]
+    sc = load_scenario(write(tmp_path, scenario(events, [probe("p1", "e6", needed=["e3"], forbidden=["e1"])])))
+    report = run_scenarios([sc], HashingEncoder(64), progress=False)
+    sup = report["runs"][0]["overall"]["supersede"]
+    assert sup == {"true": 2, "false": 0, "missed": 1, "precision": 1.0, "recall": 0.6667, "f1": 0.8}
+    assert report["runs"][0]["scenarios"][0]["figures"]["supersede"] == sup
+
+
+def test_supersede_figures_arithmetic():
+    from retain.eval.scenario_runner import supersede_figures
+
+    assert supersede_figures(3, 1, 2) == {
+        "true": 3,
+        "false": 1,
+        "missed": 2,
+        "precision": 0.75,
+        "recall": 0.6,
+        "f1": 0.6667,
+    }
+    assert supersede_figures(0, 0, 0)["precision"] is None
+    assert supersede_figures(0, 2, 0)["f1"] is None

@@ -26,7 +26,9 @@ Figures (the spec's definitions; all "higher = better" except ``forbidden_rate``
   (``gold.supersedes`` of an event ingested by then). ``integrity_min`` is the lowest per-probe share.
   The goal is 1.0 at every budget; in the full memory it is 1.0 unless the memory itself
   superseded a constraint;
-* ``type_accuracy`` — share of events whose predicted record type equals ``gold.type``.
+* ``type_accuracy`` — share of events whose predicted record type equals ``gold.type``;
+* ``supersede`` — precision, recall and F1 of the supersede links the store made against
+  ``gold.supersedes`` (:func:`supersede_counts`), with the counts.
 
 Overall figures pool the probes (and events) of every scenario (micro-averages). ``terse`` and
 ``non_terse`` repeat the probe figures over terse probes only (:func:`~retain.eval.scenarios.is_terse`)
@@ -253,6 +255,46 @@ def _replay(
         "predicted_types": types,
         "type_correct": sum(types[e] == g for e, g in golds.items()),
         "type_total": len(golds),
+        "links": supersede_counts(scenario, mem, record_of),
+    }
+
+
+def supersede_counts(scenario: Scenario, mem: Memory, record_of: Mapping[str, str]) -> tuple[int, int, int]:
+    """(true, false, missed) supersede links of a replayed scenario: a stored link new -> old (the
+    records' ``supersedes``, mapped to events by their ``source``) is true when ``gold.supersedes`` of
+    the new event names the old one; gold links among the events stored (``record_of``) that the store
+    lacks are missed. Links inside one event (the parts of a split text) are not counted."""
+    prefix = source_prefix(scenario.id)
+    stored = mem.records(namespace=scenario.id, include_archive=True, include_superseded=True)
+    event_of = {r.id: r.source[len(prefix) :] for r in stored if r.source and r.source.startswith(prefix)}
+    predicted = {
+        (event_of[r.id], event_of[r.supersedes])
+        for r in stored
+        if r.supersedes and r.id in event_of and r.supersedes in event_of and event_of[r.id] != event_of[r.supersedes]
+    }
+    gold = {
+        (e.id, old)
+        for e in scenario.events
+        if e.gold is not None and e.id in record_of
+        for old in e.gold.supersedes
+        if old in record_of
+    }
+    return len(predicted & gold), len(predicted - gold), len(gold - predicted)
+
+
+def supersede_figures(tp: int, fp: int, fn: int) -> dict[str, Any]:
+    """Precision, recall and F1 of supersede detection (in [0, 1], 4 places; None with nothing to
+    divide by) beside the counts they come from."""
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    f1 = 2 * precision * recall / (precision + recall) if precision and recall else None
+    return {
+        "true": tp,
+        "false": fp,
+        "missed": fn,
+        "precision": None if precision is None else round(precision, 4),
+        "recall": None if recall is None else round(recall, 4),
+        "f1": None if f1 is None else round(f1, 4),
     }
 
 
@@ -277,14 +319,21 @@ def summarise_probes(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _figures(rows: Sequence[Mapping[str, Any]], correct: int, total: int) -> dict[str, Any]:
+def _figures(
+    rows: Sequence[Mapping[str, Any]], correct: int, total: int, links: tuple[int, int, int]
+) -> dict[str, Any]:
     return {
         "all": summarise_probes(rows),
         "terse": summarise_probes([r for r in rows if r["terse"]]),
         "non_terse": summarise_probes([r for r in rows if not r["terse"]]),
         "type_accuracy": round(correct / total, 4) if total else None,
         "events_typed": total,
+        "supersede": supersede_figures(*links),
     }
+
+
+def _summed_links(links: Sequence[tuple[int, int, int]]) -> tuple[int, int, int]:
+    return (sum(a for a, _, _ in links), sum(b for _, b, _ in links), sum(c for _, _, c in links))
 
 
 def run_scenarios(
@@ -361,7 +410,7 @@ def run_scenarios(
                     "infeasible_reason": rep["infeasible"]["message"] if rep["infeasible"] else None,
                     "figures": None
                     if rep["infeasible"]
-                    else _figures(rep["rows"][name], rep["type_correct"], rep["type_total"]),
+                    else _figures(rep["rows"][name], rep["type_correct"], rep["type_total"], rep["links"]),
                     "predicted_types": rep["predicted_types"],
                     "probes": rep["rows"][name],
                 }
@@ -380,6 +429,7 @@ def run_scenarios(
                         [r for e, _ in ok for r in e["probes"]],
                         sum(rep["type_correct"] for _, rep in ok),
                         sum(rep["type_total"] for _, rep in ok),
+                        _summed_links([rep["links"] for _, rep in ok]),
                     ),
                     "scenarios": per_scenario,
                 }
