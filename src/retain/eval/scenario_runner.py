@@ -332,6 +332,22 @@ def _figures(
     }
 
 
+def _scenario_entry(s: Scenario, rep: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """One scenario's entry of a run: status, figures of retriever ``name``, predicted types, probe rows."""
+    return {
+        "id": s.id,
+        "events": len(s.events),
+        "status": "infeasible" if rep["infeasible"] else "ok",
+        "infeasible_at": rep["infeasible"]["event"] if rep["infeasible"] else None,
+        "infeasible_reason": rep["infeasible"]["message"] if rep["infeasible"] else None,
+        "figures": None
+        if rep["infeasible"]
+        else _figures(rep["rows"][name], rep["type_correct"], rep["type_total"], rep["links"]),
+        "predicted_types": rep["predicted_types"],
+        "probes": rep["rows"][name],
+    }
+
+
 def _summed_links(links: Sequence[tuple[int, int, int]]) -> tuple[int, int, int]:
     return (sum(a for a, _, _ in links), sum(b for _, b, _ in links), sum(c for _, _, c in links))
 
@@ -400,21 +416,7 @@ def run_scenarios(
         finally:
             mem.close()
         for name in chosen:
-            per_scenario = []
-            for s, rep in replays:
-                entry: dict[str, Any] = {
-                    "id": s.id,
-                    "events": len(s.events),
-                    "status": "infeasible" if rep["infeasible"] else "ok",
-                    "infeasible_at": rep["infeasible"]["event"] if rep["infeasible"] else None,
-                    "infeasible_reason": rep["infeasible"]["message"] if rep["infeasible"] else None,
-                    "figures": None
-                    if rep["infeasible"]
-                    else _figures(rep["rows"][name], rep["type_correct"], rep["type_total"], rep["links"]),
-                    "predicted_types": rep["predicted_types"],
-                    "probes": rep["rows"][name],
-                }
-                per_scenario.append(entry)
+            per_scenario = [_scenario_entry(s, rep, name) for s, rep in replays]
             ok = [(e, rep) for e, (_, rep) in zip(per_scenario, replays, strict=True) if e["status"] == "ok"]
             runs.append(
                 {
