@@ -522,3 +522,4 @@ def test_supersede_figures_arithmetic():
     }
     assert supersede_figures(0, 0, 0)["precision"] is None
     assert supersede_figures(0, 2, 0)["f1"] is None
+    assert supersede_figures(0, 2, 3)["f1"] == 0.0  # links made, none right: F1 0, not unknown

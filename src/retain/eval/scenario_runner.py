@@ -283,11 +283,15 @@ def supersede_counts(scenario: Scenario, mem: Memory, record_of: Mapping[str, st
 
 
 def supersede_figures(tp: int, fp: int, fn: int) -> dict[str, Any]:
-    """Precision, recall and F1 of supersede detection (in [0, 1], 4 places; None with nothing to
-    divide by) beside the counts they come from."""
+    """Precision, recall and F1 of supersede detection (in [0, 1], 4 places) beside the counts they
+    come from. Precision is None when nothing was linked, recall when gold has no link, and F1 when
+    either is None; F1 is 0 when both are 0."""
     precision = tp / (tp + fp) if tp + fp else None
     recall = tp / (tp + fn) if tp + fn else None
-    f1 = 2 * precision * recall / (precision + recall) if precision and recall else None
+    if precision is None or recall is None:
+        f1 = None
+    else:
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     return {
         "true": tp,
         "false": fp,
