@@ -30,6 +30,7 @@ __all__ = [
     "Tier",
     "content_hash",
     "new_id",
+    "normalise_identifier",
     "normalize_text",
     "parse_tier",
     "parse_type",
@@ -38,6 +39,7 @@ __all__ = [
     "speaker_of",
     "utc",
     "utcnow",
+    "validate_actor",
     "validate_namespace",
 ]
 
@@ -169,24 +171,58 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
 
 
+def normalise_identifier(value: object, field_name: str, *, limit: int = MAX_NAMESPACE_CHARS) -> str:
+    """``value`` as the one canonical form of a caller-supplied identifier (a namespace, an actor):
+    NFC-normalised Unicode, so canonically equivalent spellings ("é" composed or decomposed) name
+    the same tenant and hash to the same audit bytes.
+
+    Raises:
+        InvalidInput: not a ``str`` (None, numbers, bools, bytes and other objects are refused, never
+            converted), empty, over ``limit`` characters, not valid Unicode (lone surrogates), with
+            leading or trailing whitespace, or holding control, format (zero-width, bidi) or
+            line / paragraph separator characters: look-alikes of another identifier are refused, not
+            silently merged.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field_name}: must be a non-empty string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{field_name}: required, a non-empty string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{field_name}: not valid Unicode text (lone surrogate)") from exc
+    value = unicodedata.normalize("NFC", value)
+    if len(value) > limit:
+        raise InvalidInput(f"{field_name}: {len(value)} characters, limit is {limit}")
+    if value != value.strip():
+        raise InvalidInput(f"{field_name}: leading or trailing whitespace is not allowed ({value!r})")
+    if any(unicodedata.category(ch) in _REFUSED_CATEGORIES for ch in value):
+        raise InvalidInput(f"{field_name}: control, format (zero-width, bidi) or separator characters are not allowed")
+    return value
+
+
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
 def validate_namespace(namespace: object) -> str:
-    """Return ``namespace`` if it is a usable namespace string.
+    """``namespace`` in its canonical form (:func:`normalise_identifier`): callers store, hash and
+    log the returned string, never the argument.
 
     Raises:
         InvalidInput: not a string, empty, over 256 characters, not valid Unicode (lone
-            surrogates), or containing control characters.
+            surrogates), surrounding whitespace, or control / format / separator characters.
     """
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise InvalidInput("namespace: required, a non-empty string")
-    try:
-        namespace.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput("namespace: not valid Unicode text (lone surrogate)") from exc
-    if len(namespace) > MAX_NAMESPACE_CHARS:
-        raise InvalidInput(f"namespace: {len(namespace)} characters, limit is {MAX_NAMESPACE_CHARS}")
-    if any(unicodedata.category(ch) == "Cc" for ch in namespace):
-        raise InvalidInput("namespace: control characters are not allowed")
-    return namespace
+    return normalise_identifier(namespace, "namespace")
+
+
+def validate_actor(actor: object) -> str:
+    """``actor`` in its canonical form (:func:`normalise_identifier`), the string the audit log
+    stores and hashes.
+
+    Raises:
+        InvalidInput: as :func:`validate_namespace`, for the field ``actor``.
+    """
+    return normalise_identifier(actor, "actor")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

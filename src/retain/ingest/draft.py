@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput, TextTooLong
-from retain.record import MemoryRecord, MemoryType, Tier, new_id, parse_type, utc
+from retain.record import MemoryRecord, MemoryType, Tier, new_id, parse_type, utc, validate_actor
 from retain.retention.budget import is_mandatory
 from retain.safety.canary import is_canary
 from retain.state.agent import AgentState
@@ -106,11 +106,13 @@ def coerce_item(item: NewMemory | Mapping[str, Any], index: int) -> NewMemory:
     return NewMemory(**item)
 
 
-def check_actor_name(actor: object) -> None:
-    """Raises InvalidInput unless ``actor`` is a non-empty string storable as UTF-8."""
-    if not isinstance(actor, str) or not actor:
-        raise InvalidInput(f"actor: must be a non-empty string, got {actor!r}")
-    check_text(actor, "actor")
+def check_actor_name(actor: object) -> str:
+    """``actor`` in its canonical form (:func:`retain.record.validate_actor`).
+
+    Raises:
+        InvalidInput: not a clean non-empty string (see :func:`~retain.record.normalise_identifier`).
+    """
+    return validate_actor(actor)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s*")
