@@ -25,6 +25,9 @@ from retain.errors import InvalidInput
 
 __all__ = [
     "MAX_NAMESPACE_CHARS",
+    "MAX_REASON_CHARS",
+    "MAX_TIME",
+    "MIN_TIME",
     "MemoryRecord",
     "MemoryType",
     "Tier",
@@ -40,10 +43,17 @@ __all__ = [
     "utc",
     "utcnow",
     "validate_actor",
+    "validate_id",
     "validate_namespace",
+    "validate_reason",
 ]
 
 MAX_NAMESPACE_CHARS = 256
+MIN_TIME = datetime(2, 1, 1, tzinfo=UTC)
+"""The earliest time retain stores or searches (UTC): a year inside the calendar's first, so that
+relative arithmetic ("a year before", whole days, time zones) never leaves the calendar."""
+MAX_TIME = datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+"""The latest time retain stores or searches (UTC); see :data:`MIN_TIME`."""
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
@@ -143,7 +153,15 @@ def utc(value: datetime | str | None, *, field_name: str = "time") -> datetime |
         raise InvalidInput(f"{field_name}: expected datetime or ISO string, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInput(f"{field_name}: naive datetime {value.isoformat()}; give a timezone (UTC)")
-    return value.astimezone(UTC)
+    try:
+        converted = value.astimezone(UTC)
+    except OverflowError as exc:
+        raise InvalidInput(f"{field_name}: {value.isoformat()} is outside the years 1 to 9999 in UTC") from exc
+    if not MIN_TIME <= converted <= MAX_TIME:
+        raise InvalidInput(
+            f"{field_name}: {value.isoformat()} is outside {MIN_TIME.isoformat()} .. {MAX_TIME.isoformat()} (UTC)"
+        )
+    return converted
 
 
 def new_id(now_ms: int | None = None) -> str:
@@ -213,6 +231,46 @@ def validate_namespace(namespace: object) -> str:
             surrogates), surrounding whitespace, or control / format / separator characters.
     """
     return normalise_identifier(namespace, "namespace")
+
+
+def validate_id(value: object, field_name: str = "id") -> str:
+    """``value`` if it can name a record (or a provenance): a non-empty string of at most 256
+    characters, valid Unicode. It is not normalised: ids are compared byte for byte.
+
+    Raises:
+        InvalidInput: not a ``str``, empty, too long, or holding lone surrogates or NUL.
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{field_name}: must be a non-empty string, got {type(value).__name__}")
+    if len(value) > MAX_NAMESPACE_CHARS or "\x00" in value:
+        raise InvalidInput(f"{field_name}: not a record id (over {MAX_NAMESPACE_CHARS} characters, or NUL)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{field_name}: not valid Unicode text (lone surrogate)") from exc
+    return value
+
+
+MAX_REASON_CHARS = 2_000
+"""The longest ``reason`` an audited call accepts (characters)."""
+
+
+def validate_reason(reason: object) -> str:
+    """``reason`` (free text an audit entry keeps, redacted) if it is a string of at most
+    :data:`MAX_REASON_CHARS` characters, valid Unicode; the empty string is allowed.
+
+    Raises:
+        InvalidInput: not a ``str``, too long, or holding lone surrogates.
+    """
+    if not isinstance(reason, str):
+        raise InvalidInput(f"reason: must be a string, got {type(reason).__name__}")
+    if len(reason) > MAX_REASON_CHARS:
+        raise InvalidInput(f"reason: {len(reason):,} characters, limit is {MAX_REASON_CHARS:,}")
+    try:
+        reason.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput("reason: not valid Unicode text (lone surrogate)") from exc
+    return reason
 
 
 def validate_actor(actor: object) -> str:

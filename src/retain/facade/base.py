@@ -16,15 +16,24 @@ import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from retain.record import validate_actor, validate_namespace
+from retain.record import validate_actor, validate_id, validate_namespace, validate_reason
 
 if TYPE_CHECKING:
     from retain.core import Core
 
 __all__ = ["IDENTIFIERS", "FacadeBase", "normalised_call"]
 
-IDENTIFIERS: dict[str, Callable[[object], str]] = {"namespace": validate_namespace, "actor": validate_actor}
-"""The caller-supplied identifiers normalised at the boundary: parameter name -> normaliser."""
+IDENTIFIERS: dict[str, Callable[[object], str]] = {
+    "namespace": validate_namespace,
+    "actor": validate_actor,
+    "id": validate_id,
+    "src": lambda value: validate_id(value, "src"),
+    "dst": lambda value: validate_id(value, "dst"),
+    "provenance_id": lambda value: validate_id(value, "provenance_id"),
+    "reason": validate_reason,
+}
+"""The caller-supplied identifiers checked at the boundary: parameter name -> normaliser (namespaces
+and actors are NFC-normalised; record ids are checked, not changed)."""
 
 
 def normalised_call(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -28,6 +28,7 @@ import numpy as np
 
 from retain.config import DEFAULT_TRUSTED_ACTORS
 from retain.errors import Forbidden, InvalidInput
+from retain.ingest.draft import check_text
 from retain.record import MemoryRecord, Tier, validate_namespace
 from retain.retention.budget import is_mandatory
 from retain.retrieval.search import SearchRequest, search
@@ -43,6 +44,7 @@ from retain.store import (
     Store,
     retry_on_conflict,
 )
+from retain.text.lexical import check_query
 
 if TYPE_CHECKING:
     from retain.core import Core
@@ -238,6 +240,8 @@ def forget(core: Core, query_or_id: str, *, namespace: str, actor: str, reason: 
     validate_namespace(namespace)
     if not isinstance(query_or_id, str) or not query_or_id.strip():
         raise InvalidInput("query_or_id: required, a non-empty string")
+    check_text(query_or_id, "query_or_id")
+    check_query(query_or_id)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInput(f"k: must be an int >= 1, got {k!r}")
     trusted = is_trusted(actor, core.config.trusted_actors)
