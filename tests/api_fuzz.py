@@ -102,9 +102,10 @@ class Tally:
     foreign: dict[str, list[str]] = field(default_factory=dict)
     lost: list[str] = field(default_factory=list)
 
-    def note_foreign(self, method: str, exc: BaseException) -> None:
+    def note_foreign(self, call: tuple[str, tuple[Any, ...], dict[str, Any]], exc: BaseException) -> None:
+        method, args, kw = call
         key = f"{type(exc).__name__} in {method}"
-        self.foreign.setdefault(key, []).append(str(exc)[:200])
+        self.foreign.setdefault(key, []).append(f"{str(exc)[:120]} <- {method}{args!r:.150} {kw!r:.300}")
 
 
 def _maybe(draw: st.DrawFn, good: st.SearchStrategy[Any], p_bad: float = 0.25) -> Any:
@@ -301,7 +302,7 @@ def run_call(mem: Memory, call: tuple[str, tuple[Any, ...], dict[str, Any]], tal
     except RetainError:
         tally.refused += 1
     except Exception as exc:  # the property under test: nothing but retain's own errors escape
-        tally.note_foreign(method, exc)
+        tally.note_foreign(call, exc)
     gone = before - set(_ids(mem))
     if gone and not (method in _REMOVING and _removed_some(result)):
         tally.lost += [f"{method}: {rid}" for rid in sorted(gone)]

@@ -40,6 +40,7 @@ from retain.store import (
     DeleteRecords,
     PutRecords,
     RecordFilter,
+    RequireHot,
     RequireUnchanged,
     Store,
     retry_on_conflict,
@@ -155,8 +156,9 @@ def set_pinned(core: Core, id: str, *, namespace: str, pinned: bool, actor: str,
         InvalidInput: ``id`` is superseded (pin its current version).
         Forbidden: ``actor`` is not trusted (audited).
         BudgetInfeasible: pinning would make the core tier exceed the budget; nothing is written.
-        WriteConflict: another writer deleted, superseded or moved the record meanwhile; nothing is
-            written.
+        WriteConflict: another writer deleted, superseded or moved the record, or (with a budget)
+            changed the hot memory the decision was made on, meanwhile; nothing is written and
+            calling again decides on the store as it is.
     """
     op = "pin" if pinned else "unpin"
     record = core.get(id, namespace=namespace)
@@ -172,9 +174,13 @@ def set_pinned(core: Core, id: str, *, namespace: str, pinned: bool, actor: str,
     new = new.evolve(tier=Tier.CORE if is_mandatory(new) else Tier.DYNAMIC)
     moved: list[MemoryRecord] = []
     evictions: list[AuditEntry] = []
+    hot_guard: list[RequireHot] = []
     if core.budget is not None:
         core.invalidate(namespace)
-        (new,), moved, evictions = core.apply_budget(namespace, [new], actor=actor, trigger=op, exclude=frozenset({id}))
+        (new,), moved, evictions, guard = core.apply_budget(
+            namespace, [new], actor=actor, trigger=op, exclude=frozenset({id})
+        )
+        hot_guard = [guard]
     entry = _entry(namespace, op, id, actor, reason, "done", tier_before=record.tier.value, tier_after=new.tier.value)
     try:
         core.store.batch(
@@ -182,6 +188,7 @@ def set_pinned(core: Core, id: str, *, namespace: str, pinned: bool, actor: str,
                 # the record (and those evicted) as read: deleted or changed by another writer since,
                 # none is written back from a stale copy
                 RequireUnchanged(namespace, id, record.tier),
+                *hot_guard,
                 *(RequireUnchanged(namespace, r.id) for r in moved),
                 PutRecords((new, *moved)),
                 AppendAudit(entry),
