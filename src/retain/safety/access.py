@@ -191,8 +191,11 @@ def refuse(store: Store, principal: Principal, namespace: str, op: str, needed: 
         needed=needed.value,
         held=None if held is None else held.value,
     )
-    where = "outside its tenant" if principal.local(namespace) is None else f"role {held.value if held else 'none'}"
+    if principal.local(namespace) is None:
+        why = f"the namespace is outside its tenant {principal.tenant!r}"
+    else:
+        why = f"needs {needed.value}, has role {held.value if held else 'none'}"
     return Forbidden(
-        f"{principal.actor!r} may not {op} in namespace {namespace!r}: needs {needed.value}, has {where}. "
+        f"{principal.actor!r} may not {op} in namespace {namespace!r}: {why}. "
         "Nothing was read or written; the refusal is audited."
     )
