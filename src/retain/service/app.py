@@ -117,4 +117,5 @@ def serve(
                 tmp.replace(ready_file)
         await task
 
-    asyncio.run(run())
+    with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:  # uvloop when installed
+        runner.run(run())

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
-from fastapi.encoders import jsonable_encoder
+from pydantic_core import to_json
 
 from retain.record import MemoryRecord
 from retain.service.auth import ActorMemoryDep, PrincipalDep
@@ -40,88 +40,99 @@ def _records(records: list[MemoryRecord]) -> list[dict[str, Any]]:
 
 
 def _plain(value: Any) -> dict[str, Any]:
-    """A result dataclass (reports) as a JSON-ready dict."""
-    out: dict[str, Any] = jsonable_encoder(dataclasses.asdict(value))
+    """A result dataclass (reports) as a dict."""
+    out: dict[str, Any] = dataclasses.asdict(value)
     return out
 
 
+def _json(data: Any, status: int = 200) -> Response:
+    """``data`` as a JSON response (pydantic-core's encoder: datetimes as ISO 8601, UTF-8 literal),
+    without FastAPI's slower generic encoder."""
+    return Response(to_json(data, fallback=_scalar), status_code=status, media_type="application/json")
+
+
+def _scalar(value: Any) -> Any:
+    """numpy scalars as Python numbers; anything else pydantic-core cannot encode as its text."""
+    return value.item() if hasattr(value, "item") else str(value)
+
+
 @router.get("/whoami", summary="The caller's principal: tenant, actor and grants")
-async def whoami(principal: PrincipalDep) -> dict[str, Any]:
-    return principal.to_dict()
+async def whoami(principal: PrincipalDep) -> Response:
+    return _json(principal.to_dict())
 
 
 @router.get("/namespaces", summary="Namespaces holding records that the caller may read")
-async def namespaces(mem: ActorMemoryDep) -> dict[str, Any]:
-    return {"namespaces": await mem.namespaces()}
+async def namespaces(mem: ActorMemoryDep) -> Response:
+    return _json({"namespaces": await mem.namespaces()})
 
 
 @router.post("/memories", status_code=201, summary="Add one memory (write); 409 when the budget cannot hold it")
-async def add(body: AddBody, mem: ActorMemoryDep) -> dict[str, Any]:
+async def add(body: AddBody, mem: ActorMemoryDep) -> Response:
     fields = body.model_dump(exclude={"namespace", "content"})
-    return {"id": await mem.add(body.content, namespace=body.namespace, **fields)}
+    return _json({"id": await mem.add(body.content, namespace=body.namespace, **fields)}, 201)
 
 
 @router.post("/memories/batch", status_code=201, summary="Add several memories in one transaction (write)")
-async def add_batch(body: BatchBody, mem: ActorMemoryDep) -> dict[str, Any]:
+async def add_batch(body: BatchBody, mem: ActorMemoryDep) -> Response:
     items = [item.model_dump() for item in body.items]
     for item in items:
         item["metadata"] = item["metadata"] or {}
-    return {"ids": await mem.add_many(items, namespace=body.namespace)}
+    return _json({"ids": await mem.add_many(items, namespace=body.namespace)}, 201)
 
 
 @router.get("/memories/{id}", summary="One record, current or superseded (read); 404 when absent")
-async def get(id: Id, namespace: NamespaceQ, mem: ActorMemoryDep) -> dict[str, Any]:
-    return (await mem.get(id, namespace=namespace)).to_dict()
+async def get(id: Id, namespace: NamespaceQ, mem: ActorMemoryDep) -> Response:
+    return _json((await mem.get(id, namespace=namespace)).to_dict())
 
 
 @router.put("/memories/{id}", summary="Write a new version of a memory (write); 404 when absent")
-async def update(id: Id, body: UpdateBody, mem: ActorMemoryDep) -> dict[str, Any]:
+async def update(id: Id, body: UpdateBody, mem: ActorMemoryDep) -> Response:
     new_id = await mem.update(id, body.content, namespace=body.namespace, reason=body.reason, **body.fields())
-    return {"id": new_id}
+    return _json({"id": new_id})
 
 
 @router.delete("/memories/{id}", summary="Purge a memory and all its versions (write); 404 when absent")
-async def delete(id: Id, namespace: NamespaceQ, mem: ActorMemoryDep, reason: str = "") -> dict[str, Any]:
-    return {"purged": await mem.delete(id, namespace=namespace, reason=reason)}
+async def delete(id: Id, namespace: NamespaceQ, mem: ActorMemoryDep, reason: str = "") -> Response:
+    return _json({"purged": await mem.delete(id, namespace=namespace, reason=reason)})
 
 
 @router.delete("/memories", summary="Purge every memory of a namespace (admin)")
-async def delete_all(namespace: NamespaceQ, mem: ActorMemoryDep, reason: str = "") -> dict[str, Any]:
-    return {"purged": await mem.delete_all(namespace=namespace, reason=reason)}
+async def delete_all(namespace: NamespaceQ, mem: ActorMemoryDep, reason: str = "") -> Response:
+    return _json({"purged": await mem.delete_all(namespace=namespace, reason=reason)})
 
 
 @router.get("/memories/{id}/history", summary="Every version of a memory, oldest first (read)")
-async def history(id: Id, namespace: NamespaceQ, mem: ActorMemoryDep) -> dict[str, Any]:
-    return {"records": _records(await mem.history(id, namespace=namespace))}
+async def history(id: Id, namespace: NamespaceQ, mem: ActorMemoryDep) -> Response:
+    return _json({"records": _records(await mem.history(id, namespace=namespace))})
 
 
 @router.post("/memories/{id}/feedback", summary="Whether a retrieved memory was used (write)")
-async def feedback(id: Id, body: FeedbackBody, mem: ActorMemoryDep) -> dict[str, Any]:
-    return (await mem.feedback(id, namespace=body.namespace, used=body.used)).to_dict()
+async def feedback(id: Id, body: FeedbackBody, mem: ActorMemoryDep) -> Response:
+    return _json((await mem.feedback(id, namespace=body.namespace, used=body.used)).to_dict())
 
 
 @router.post("/forget", summary="Forget a record by id or a query's best hits (write)")
-async def forget(body: ForgetBody, mem: ActorMemoryDep) -> dict[str, Any]:
+async def forget(body: ForgetBody, mem: ActorMemoryDep) -> Response:
     report = await mem.forget(body.query_or_id, namespace=body.namespace, reason=body.reason, k=body.k)
-    return _plain(report)
+    return _json(_plain(report))
 
 
 @router.post("/search", summary="Hybrid search with every option, the agent state included (read)")
-async def search(body: SearchBody, mem: ActorMemoryDep) -> dict[str, Any]:
+async def search(body: SearchBody, mem: ActorMemoryDep) -> Response:
     hits = await mem.search(body.query, namespace=body.namespace, **body.options())
-    return {"hits": [hit.to_dict() for hit in hits]}
+    return _json({"hits": [hit.to_dict() for hit in hits]})
 
 
 @router.post("/context", summary="Pack a prompt context within a token budget (read); 409 when it cannot fit")
-async def context(body: ContextBody, mem: ActorMemoryDep) -> dict[str, Any]:
+async def context(body: ContextBody, mem: ActorMemoryDep) -> Response:
     options = body.model_dump(exclude={"namespace", "query", "budget_tokens"})
     ctx = await mem.context(body.query, namespace=body.namespace, budget_tokens=body.budget_tokens, **options)
-    return {"text": ctx.text, "provenance_id": ctx.provenance_id, "provenance": ctx.provenance.to_dict()}
+    return _json({"text": ctx.text, "provenance_id": ctx.provenance_id, "provenance": ctx.provenance.to_dict()})
 
 
 @router.get("/provenance/{id}", summary="Explain how a context was packed (read); 404 when absent")
-async def explain(id: Id, namespace: NamespaceQ, mem: ActorMemoryDep) -> dict[str, Any]:
-    return (await mem.explain(id, namespace=namespace)).to_dict()
+async def explain(id: Id, namespace: NamespaceQ, mem: ActorMemoryDep) -> Response:
+    return _json((await mem.explain(id, namespace=namespace)).to_dict())
 
 
 @router.get("/timeline", summary="Current records in event order (read)")
@@ -132,9 +143,9 @@ async def timeline(
     start: str | None = None,
     end: str | None = None,
     limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
-) -> dict[str, Any]:
+) -> Response:
     records = await mem.timeline(namespace, query, start=start, end=end, limit=limit)
-    return {"records": _records(records)}
+    return _json({"records": _records(records)})
 
 
 @router.get("/export", summary="The namespace as JSON, redacted unless raw (raw needs admin)")
@@ -157,22 +168,22 @@ async def handoff(
     mem: ActorMemoryDep,
     fmt: Literal["markdown", "json"] = "markdown",
     recent: Annotated[int | None, Query(ge=0, le=10_000)] = 10,
-) -> dict[str, Any]:
-    return _plain(await mem.handoff(namespace, fmt=fmt, recent=recent))
+) -> Response:
+    return _json(_plain(await mem.handoff(namespace, fmt=fmt, recent=recent)))
 
 
 @router.get("/audit", summary="Audit entries of a namespace, in log order (admin)")
 async def audit(
     namespace: NamespaceQ, mem: ActorMemoryDep, limit: Annotated[int | None, Query(ge=1, le=10_000)] = None
-) -> dict[str, Any]:
-    return {"entries": jsonable_encoder(await mem.audit_entries(namespace=namespace, limit=limit))}
+) -> Response:
+    return _json({"entries": await mem.audit_entries(namespace=namespace, limit=limit)})
 
 
 @router.get("/audit/verify", summary="Recompute the audit log's hash chain (admin on the namespace named)")
-async def audit_verify(namespace: NamespaceQ, mem: ActorMemoryDep) -> dict[str, Any]:
-    return _plain(await mem.verify_audit(namespace=namespace))
+async def audit_verify(namespace: NamespaceQ, mem: ActorMemoryDep) -> Response:
+    return _json(_plain(await mem.verify_audit(namespace=namespace)))
 
 
 @router.get("/budget", summary="The budget report of a namespace (read); 400 when the server has no budget")
-async def budget(namespace: NamespaceQ, mem: ActorMemoryDep) -> dict[str, Any]:
-    return _plain(await mem.retention_report(namespace))
+async def budget(namespace: NamespaceQ, mem: ActorMemoryDep) -> Response:
+    return _json(_plain(await mem.retention_report(namespace)))
