@@ -25,6 +25,7 @@ import numpy.typing as npt
 from retain.errors import InvalidInput, TextTooLong
 from retain.record import MemoryRecord, MemoryType, Tier, new_id, parse_type, utc
 from retain.retention.budget import is_mandatory
+from retain.retention.expiry import check_expiry_metadata
 from retain.safety.canary import is_canary
 from retain.state.agent import AgentState
 from retain.state.candidates import PHASE_KEY
@@ -187,6 +188,7 @@ def draft(item: NewMemory, namespace: str, config: MemoryConfig) -> list[MemoryR
     reserved = RESERVED_METADATA & set(item.metadata)
     if reserved:
         raise InvalidInput(f"metadata: keys {sorted(reserved)} are reserved for split texts")
+    check_expiry_metadata(item.metadata)
     try:
         json.dumps(dict(item.metadata), allow_nan=False, ensure_ascii=False).encode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
