@@ -42,6 +42,7 @@ from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder, StatePerceiver
 from retain.state.scorer import StateScorer
 from retain.store import Edge, EdgeType, RecordFilter, SQLiteStore, Store
+from retain.store.where import MetadataCondition
 from retain.text.classify import classify, classify_with_reason
 from retain.text.temporal import TimeRef, parse_query_time, resolve_times
 
@@ -81,6 +82,7 @@ __all__ = [
     "MemoryConfig",
     "MemoryRecord",
     "MemoryType",
+    "MetadataCondition",
     "MiniLMEncoder",
     "NewMemory",
     "PayloadTooLarge",
