@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from retain.cli import audit, evaluate, memories, models, observe, records, scenarios, segments, utility
+from retain.cli import audit, dashboard, evaluate, memories, models, observe, records, scenarios, segments, utility
 from retain.cli.common import fail_plain, setup_logging
 from retain.cli.options import PANEL_MODELS
 
@@ -62,6 +62,7 @@ models.register(app)
 observe.register(app)
 records.register(app)
 audit.register(app)
+dashboard.register(app)
 segments.register(app)
 utility.register(app)
 scenarios.register(app)
