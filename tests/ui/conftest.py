@@ -18,8 +18,9 @@ import pytest
 pytest.importorskip("playwright.sync_api")
 pytest.importorskip("uvicorn")
 
-from ui.fill import Filled, fill  # noqa: E402
-from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, sync_playwright
+
+from ui.fill import Filled, fill
 
 CHROMIUM = "/usr/bin/chromium"
 REPORTS = Path(__file__).resolve().parents[2] / "reports" / "ui"

@@ -9,13 +9,13 @@ import sqlite3
 from urllib.parse import quote
 
 import pytest
-from ui.conftest import REPORTS, Watched, start_ui, stop
-from ui.fill import EVIL, SECRET, Filled
 
 from retain.encoders.basis import HashingEncoder
 from retain.memory import Memory
 from retain.ui.app import create_app
 from retain.ui.auth import read_only
+from ui.conftest import REPORTS, Watched, start_ui, stop
+from ui.fill import EVIL, SECRET, Filled
 
 
 def pages(f: Filled) -> dict[str, str]:
