@@ -293,8 +293,10 @@ class SQLiteStore(Store):
             missing = list(dict.fromkeys(ids))
         for start in range(0, len(missing), _IN_CHUNK):
             chunk = missing[start : start + _IN_CHUNK]
+            # `+namespace`: with ten ids or more the planner otherwise prefers (namespace, seq) and scans
+            # the namespace; the id index finds each row directly (the namespace term still filters).
             rows = self._conn.execute(
-                f"SELECT {COLUMNS} FROM records WHERE namespace = ? AND id IN ({','.join('?' * len(chunk))})",
+                f"SELECT {COLUMNS} FROM records WHERE +namespace = ? AND id IN ({','.join('?' * len(chunk))})",
                 (namespace, *chunk),
             ).fetchall()
             for row in rows:
@@ -431,7 +433,7 @@ class SQLiteStore(Store):
         rowids = [
             r[0]
             for r in self._conn.execute(
-                f"SELECT rowid FROM records WHERE namespace = ? AND id IN ({marks})", (op.namespace, *op.ids)
+                f"SELECT rowid FROM records WHERE +namespace = ? AND id IN ({marks})", (op.namespace, *op.ids)
             ).fetchall()
         ]
         purge_edges(self._conn, op.namespace, op.ids)  # never dangling

@@ -168,6 +168,8 @@ def same_content(op: FindByHash) -> tuple[str, tuple[Any, ...]]:
     where = "namespace = ? AND content_hash = ? AND superseded_by IS NULL"
     params: tuple[Any, ...] = (op.namespace, op.content_hash)
     if op.in_context:
-        where += " AND role IS ? AND segment IS ? AND seq IS ?"
+        # Unary plus keeps these terms off the index choice: on (namespace, seq) with seq NULL the planner
+        # would scan the whole namespace on every add; (namespace, content_hash) finds the few candidates.
+        where += " AND +role IS ? AND +segment IS ? AND +seq IS ?"
         params += (op.role, op.segment, op.seq)
     return where, params
