@@ -459,7 +459,13 @@ class SQLiteStore(Store):
         return len(rowids)
 
     def _namespaces(self, op: store_ops.ListNamespaces) -> list[str]:
-        return [r[0] for r in self._conn.execute("SELECT DISTINCT namespace FROM records ORDER BY namespace")]
+        # a skip-scan of the namespace index: one step per namespace, not one per record
+        sql = (
+            "WITH RECURSIVE n(x) AS (SELECT MIN(namespace) FROM records UNION ALL "
+            "SELECT (SELECT MIN(namespace) FROM records WHERE namespace > x) FROM n WHERE x IS NOT NULL) "
+            "SELECT x FROM n WHERE x IS NOT NULL"
+        )
+        return [r[0] for r in self._conn.execute(sql)]
 
 
 _HANDLERS: dict[type, Any] = {  # handlers on the store: its connection and caches

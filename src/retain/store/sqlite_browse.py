@@ -21,6 +21,9 @@ from retain.store.sqlite_rows import filter_sql, from_us, to_us
 
 __all__ = ["audit_histogram", "namespace_stats", "page_ids", "query_audit"]
 
+_FEW = 10_000
+"""Matches of a type filter up to which a page is read through the type index and sorted."""
+
 
 def _fts_match(terms: tuple[str, ...]) -> str:
     """An FTS5 query holding every term (each quoted, so no term is read as an operator)."""
@@ -44,6 +47,11 @@ def page_ids(conn: sqlite3.Connection, op: PageIds) -> IdPage:
         return IdPage([], 0)
     where_all = " AND ".join(clauses)
     total = int(conn.execute(f"SELECT COUNT(*) FROM records WHERE {where_all}", values).fetchone()[0])
+    # Without statistics the planner walks records_ns in rowid order, reading rows until a page
+    # matches: quick when many match, a whole-namespace read when few do. For a type filter that
+    # few records match (the count says), the type index finds them and they are sorted instead.
+    few = op.filter.types is not None and total <= _FEW
+    source = "records INDEXED BY records_ns_stats" if few else "records"
     if op.after is not None:
         row = conn.execute(
             "SELECT rowid FROM records WHERE namespace = ? AND id = ?", (op.namespace, op.after)
@@ -52,7 +60,7 @@ def page_ids(conn: sqlite3.Connection, op: PageIds) -> IdPage:
             raise InvalidInput(f"after: no record {op.after!r} in namespace {op.namespace!r}")
         where_all += " AND rowid < ?"
         values.append(row[0])
-    sql = f"SELECT id FROM records WHERE {where_all} ORDER BY rowid DESC LIMIT {int(op.limit)}"
+    sql = f"SELECT id FROM {source} WHERE {where_all} ORDER BY rowid DESC LIMIT {int(op.limit)}"
     return IdPage([r[0] for r in conn.execute(sql, values)], total)
 
 
@@ -60,18 +68,16 @@ def namespace_stats(conn: sqlite3.Connection, op: NamespaceStats) -> RecordStats
     """Counts by tier and type of the current records, superseded versions, pinned current records."""
     current: dict[tuple[str, str], int] = {}
     superseded = pinned = 0
-    rows = conn.execute(
-        "SELECT tier, type, pinned, superseded_by IS NULL, COUNT(*) FROM records WHERE namespace = ? "
-        "GROUP BY tier, type, pinned, superseded_by IS NULL",
+    rows = conn.execute(  # grouped in the order of the covering index records_ns_stats: no sort
+        "SELECT type, tier, pinned, COUNT(*), SUM(superseded_by IS NOT NULL) FROM records WHERE namespace = ? "
+        "GROUP BY type, tier, pinned",
         (op.namespace,),
     )
-    for tier, type_, is_pinned, is_current, n in rows:
-        if not is_current:
-            superseded += n
-            continue
-        current[(tier, type_)] = current.get((tier, type_), 0) + n
-        if is_pinned:
-            pinned += n
+    for type_, tier, is_pinned, n, old in rows:
+        superseded += old
+        if n > old:
+            current[(tier, type_)] = current.get((tier, type_), 0) + n - old
+            pinned += (n - old) if is_pinned else 0
     return RecordStats(current, superseded, pinned)
 
 

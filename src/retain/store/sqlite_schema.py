@@ -13,8 +13,9 @@ __all__ = ["APPEND_ONLY_TRIGGERS", "BROWSE_MIGRATION", "MIGRATIONS", "SCHEMA_VER
 
 BROWSE_MIGRATION = """
     CREATE INDEX records_ns ON records (namespace);
-    CREATE INDEX records_ns_stats ON records (namespace, tier, type, pinned, superseded_by, event_time);
-    CREATE INDEX audit_ns_op ON audit (namespace, op, ts);
+    CREATE INDEX records_ns_stats ON records (namespace, type, tier, pinned, superseded_by, event_time);
+    CREATE INDEX records_ns_event_order ON records (namespace, event_time IS NULL, event_time, seq);
+    CREATE INDEX audit_ns_op ON audit (namespace, op, seq, ts);
     CREATE INDEX audit_ns_record ON audit (namespace, record_id, seq);
 """
 """Migration 4: the indexes of the browsing queries (:mod:`retain.store.sqlite_browse`)."""

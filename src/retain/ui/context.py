@@ -4,9 +4,10 @@ store opens read-only when it is broken), and small helpers to read request valu
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from retain.errors import InvalidInput
 from retain.safety.audit import verify_store
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from retain.memory import Memory
 
 __all__ = ["AuditStatus", "Dashboard", "parse_time", "short_time"]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,24 @@ class Dashboard:
         self.secret = secret
         self._lock = threading.Lock()
         self._verified: tuple[int | None, AuditStatus] | None = None
+        self._memo: dict[Any, Any] = {}
+        self._memo_head: int | None = None
+
+    def memo(self, key: Any, compute: Callable[[], _T]) -> _T:
+        """``compute()``, kept until the audit log's head moves. Every write to a store is audited in
+        its own transaction, so a namespace's counts and the log's histograms cannot change without
+        the head moving."""
+        head = self.head_seq()
+        with self._lock:
+            if head != self._memo_head:
+                self._memo, self._memo_head = {}, head
+            if key in self._memo:
+                return cast(_T, self._memo[key])
+        value = compute()
+        with self._lock:
+            if head == self._memo_head:
+                self._memo[key] = value
+        return value
 
     def head_seq(self) -> int | None:
         """The sequence number of the newest audit entry, or None for an empty log."""

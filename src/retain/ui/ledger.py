@@ -20,8 +20,10 @@ __all__ = ["AUDIT_PAGE", "DIFF_LIMIT", "audit_page", "budget_page", "diff_page",
 
 AUDIT_PAGE = 100
 """Audit entries per page."""
-DIFF_LIMIT = 2000
+DIFF_LIMIT = 1000
 """Most audit entries a diff reads (the newest of the range; the page says when there are more)."""
+DIFF_ROWS = 100
+"""Most entries a diff lists per group (the newest; each group's heading gives its count)."""
 _RECENT = 500
 _BUCKETS = 48
 _IN = {"add": 1, "restore": 1}
@@ -59,7 +61,10 @@ def hot_curve(dash: Dashboard, namespace: str, hot_now: int) -> tuple[list[float
     if span is None:
         return [float(hot_now)], ("", "now")
     seconds = max(1, int((span[1] - span[0]).total_seconds() / _BUCKETS) + 1)
-    rows = dash.store.audit_histogram(namespace, [*_IN, *_OUT], bucket_seconds=seconds)
+    rows = dash.memo(
+        ("histogram", namespace, seconds),
+        lambda: dash.store.audit_histogram(namespace, [*_IN, *_OUT], bucket_seconds=seconds),
+    )
     change: dict[datetime, int] = {}
     for start, op, n in rows:
         change[start] = change.get(start, 0) + n * (_IN.get(op, 0) + _OUT.get(op, 0))
@@ -75,7 +80,7 @@ def hot_curve(dash: Dashboard, namespace: str, hot_now: int) -> tuple[list[float
 def budget_page(dash: Dashboard, namespace: str) -> dict[str, Any]:
     """Hot count against capacity over time, recent evictions with their scores and policy, the
     utility of what was evicted, every hard constraint's tier, and what the archive holds."""
-    stats = dash.store.stats(namespace)
+    stats = dash.memo(("stats", namespace), lambda: dash.store.stats(namespace))
     hot = sum(n for (tier, _), n in stats.current.items() if tier in ("core", "dynamic"))
     capacity = dash.capacity(namespace)
     curve, span = hot_curve(dash, namespace, hot)
@@ -86,9 +91,8 @@ def budget_page(dash: Dashboard, namespace: str) -> dict[str, Any]:
     utilities = [
         float(e["details"]["utility"]) for e in evictions if isinstance(e["details"].get("utility"), int | float)
     ]
-    constraints = dash.store.list_records(
-        namespace, RecordFilter(types=(MemoryType.HARD_CONSTRAINT,), tiers=None, include_superseded=True), limit=200
-    )
+    hard = RecordFilter(types=(MemoryType.HARD_CONSTRAINT,), tiers=None, include_superseded=True)
+    constraints = dash.store.get(namespace, dash.store.page_ids(namespace, hard, limit=200).ids)
     archive = sorted(((t, n) for (tier, t), n in stats.current.items() if tier == "archive"), key=lambda kv: -kv[1])
     return {
         "hot": hot,
@@ -211,7 +215,10 @@ def diff_page(dash: Dashboard, namespace: str, args: Mapping[str, str]) -> dict[
         raise InvalidInput("a: the first snapshot must not be after the second")
     entries = dash.store.query_audit(QueryAudit(namespace=namespace, after_seq=a, before_seq=b + 1, limit=DIFF_LIMIT))
     groups: dict[str, list[dict[str, Any]]] = {}
-    for e in reversed(entries):
+    counts: dict[str, int] = {}
+    for e in entries:
         group = _DIFF_GROUPS.get(e["op"], "other")
-        groups.setdefault(group, []).append(audit_row(e))
-    return {"head": head, "groups": groups, "a": a, "b": b, "truncated": len(entries) == DIFF_LIMIT}
+        counts[group] = counts.get(group, 0) + 1
+        if counts[group] <= DIFF_ROWS:
+            groups.setdefault(group, []).append(audit_row(e))
+    return {"head": head, "groups": groups, "counts": counts, "a": a, "b": b, "truncated": len(entries) == DIFF_LIMIT}

@@ -5,6 +5,7 @@ the :class:`~retain.Memory` and :class:`~retain.store.Store` APIs. Content is re
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from retain.errors import InvalidInput
@@ -56,7 +57,7 @@ def namespace_rows(dash: Dashboard, principal: Principal) -> list[dict[str, Any]
     conflicts (when the memory reports them), last activity."""
     rows = []
     for ns in dash.namespaces(principal):
-        stats = dash.store.stats(ns)
+        stats = dash.memo(("stats", ns), partial(dash.store.stats, ns))
         by_tier = {t.value: 0 for t in Tier}
         by_type: dict[str, int] = {}
         for (tier, type_), n in stats.current.items():
