@@ -14,7 +14,19 @@ from typing import Annotated
 
 import typer
 
-from retain.cli import audit, dashboard, evaluate, memories, models, observe, records, scenarios, segments, utility
+from retain.cli import (
+    audit,
+    dashboard,
+    evaluate,
+    memories,
+    models,
+    observe,
+    records,
+    scenarios,
+    segments,
+    serve,
+    utility,
+)
 from retain.cli.common import fail_plain, setup_logging
 from retain.cli.options import PANEL_MODELS
 
@@ -66,6 +78,7 @@ dashboard.register(app)
 segments.register(app)
 utility.register(app)
 scenarios.register(app)
+serve.register(app)
 evaluate.register(eval_app)
 scenarios.register_eval(eval_app)
 app.add_typer(eval_app, name="eval", rich_help_panel=PANEL_MODELS)
