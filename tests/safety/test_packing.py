@@ -96,18 +96,18 @@ def test_an_agent_state_is_accepted_like_its_mapping() -> None:
         mem.context("dinner", namespace=NS, budget_tokens=100, state=42)  # type: ignore[arg-type]
 
 
-def test_the_archive_is_searched_only_when_asked() -> None:
+def test_the_archive_answers_after_the_hot_tier_unless_turned_off() -> None:
     mem = Memory(encoder=HashingEncoder(256), state_scorer=False, budget=Budget(2, policy="fifo"))
     ferry = mem.add("The ferry to Capri leaves at 08:40 from pier 3.", namespace=NS, type="fact")
     for text in ["The museum opens at ten.", "Dinner is at the trattoria.", "The train is at noon."]:
         mem.add(text, namespace=NS, type="fact")
     assert mem.get(ferry, namespace=NS).tier.value == "archive"
-    hot = mem.context("ferry Capri pier", namespace=NS, budget_tokens=200, working=0)
-    assert ferry not in [i.record_id for i in hot.items]
-    deep = mem.context("ferry Capri pier", namespace=NS, budget_tokens=200, working=0, archive=True)
-    assert [i.why for i in deep.items if i.record_id == ferry] == ["archive"]
-    assert (
-        deep.items[-1].record_id == ferry or deep.items.index(next(i for i in deep.items if i.record_id == ferry)) >= 0
-    )
+    hot = mem.context("ferry Capri pier", namespace=NS, budget_tokens=200, working=0, archive=False)
+    assert ferry not in [i.record_id for i in hot.items] + [x.record_id for x in hot.left_out]
+    deep = mem.context("ferry Capri pier", namespace=NS, budget_tokens=200, working=0)  # ARCHIVE_DEFAULT
+    whys = [i.why for i in deep.items]
+    first = whys.index("archive")
+    assert deep.items[first].record_id == ferry  # the best archive hit
+    assert set(whys[:first]) == {"retrieved"} and set(whys[first:]) == {"archive"}  # after every hot-tier hit
     with pytest.raises(InvalidInput, match="archive"):
         mem.context("ferry", namespace=NS, budget_tokens=200, archive="yes")  # type: ignore[arg-type]

@@ -184,7 +184,7 @@ def _packed(args: Sequence[Any], kwargs: Mapping[str, Any], ctx: Context) -> dic
 PHASE_LOOKBACK = 200
 """How many of the newest records the working tier searches for the current phase's records."""
 
-ARCHIVE_DEFAULT = False
+ARCHIVE_DEFAULT = True
 """Whether ``context`` searches the archive tier when ``archive`` is None (docs/benchmarks.md,
 "Agent loop", gives the figures behind this default)."""
 
