@@ -18,6 +18,7 @@ from retain.errors import (
     RecordNotFound,
     RetainError,
     SchemaError,
+    StoreUnavailable,
     TextTooLong,
     WriteConflict,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "StatePerceiver",
     "StateScorer",
     "Store",
+    "StoreUnavailable",
     "Summariser",
     "TextTooLong",
     "Tier",
