@@ -42,7 +42,7 @@ from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState
 from retain.state.scorer import StateScorer
 from retain.store import HOT_TIERS, Edge, EdgeType, RecordFilter, Store
-from retain.store.sqlite import SQLiteStore
+from retain.store.locate import open_location
 
 __all__ = ["Memory"]
 
@@ -80,7 +80,8 @@ class Memory(AccessMixin, AuditMixin, ExpiryMixin, MessagesMixin):
 
     Args:
         path: SQLite file path, or ":memory:" (default) for a private in-memory store. The file is
-            created when missing; its folder must exist unless ``create_dirs``.
+            created when missing; its folder must exist unless ``create_dirs``. A
+            ``postgresql://`` URL opens the Postgres backend (the ``postgres`` extra).
         encoder: an :class:`~retain.encoders.basis.Encoder`; default all-MiniLM-L6-v2 (loaded on first use).
         store: an already constructed :class:`~retain.store.Store` (``path`` is then ignored).
         config: limits and switches (:class:`MemoryConfig`).
@@ -119,7 +120,7 @@ class Memory(AccessMixin, AuditMixin, ExpiryMixin, MessagesMixin):
         create_dirs: bool = False,
     ) -> None:
         chosen = encoder if encoder is not None else MiniLMEncoder()
-        opened = store if store is not None else SQLiteStore(path, create_dirs=create_dirs)
+        opened = store if store is not None else open_location(path, create_dirs=create_dirs)
         self._core = Core(
             opened, chosen, config, budget=budget, utility=utility, fusion=fusion, state_scorer=state_scorer
         )
