@@ -27,6 +27,7 @@ import numpy as np
 from retain.record import MemoryRecord
 from retain.store.filters import RecordFilter
 from retain.store.ops import FindByHash
+from retain.store.postgres_browse import condition_sql, live_sql
 from retain.store.sqlite_rows import COLUMNS, record_values, row_to_record, to_us
 
 __all__ = [
@@ -208,6 +209,14 @@ def filter_sql(namespace: str, flt: RecordFilter, alias: str = "") -> tuple[str,
     if flt.end is not None:
         clauses.append(f"{alias}event_time < %s")
         params.append(to_us(flt.end))
+    for condition in flt.where or ():
+        clause, condition_params = condition_sql(condition, f"{alias}metadata")
+        clauses.append(clause)
+        params.extend(condition_params)
+    if flt.live_at is not None:
+        clause, live_params = live_sql(alias, flt.live_at)
+        clauses.append(clause)
+        params.extend(live_params)
     return " AND ".join(clauses), params
 
 
