@@ -1,10 +1,7 @@
 """The Postgres backend's browsing queries and metadata conditions: a page of ids
 (:class:`~retain.store.PageIds`), the counts of a namespace (:class:`~retain.store.NamespaceStats`),
-audit look-ups by field and time bucket (:class:`~retain.store.QueryAudit`,
-:class:`~retain.store.AuditHistogram`), and the SQL of a ``where`` condition and of expiry over the
-metadata JSON, with the comparison rules of :mod:`retain.store.where` (a number compares with
-numbers, a string with strings, byte order; a missing key or a value of another type matches no
-range and no equality).
+and audit look-ups by field and time bucket (:class:`~retain.store.QueryAudit`,
+:class:`~retain.store.AuditHistogram`).
 """
 
 from __future__ import annotations
@@ -14,64 +11,15 @@ from typing import Any
 
 from retain.errors import InvalidInput
 from retain.store.ops import AuditHistogram, IdPage, NamespaceStats, PageIds, QueryAudit, RecordStats
+from retain.store.postgres_sql import filter_sql, lex_terms
 from retain.store.sqlite_audit import AUDIT_KEYS
 from retain.store.sqlite_rows import from_us, to_us
-from retain.store.where import EXPIRES_AT_KEY, MetadataCondition, expiry_text
 
-__all__ = ["HANDLERS", "condition_sql", "live_sql"]
-
-_SIGNS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
-
-
-def _value(column: str) -> tuple[str, str]:
-    """The SQL of the JSON value at the path parameter, and of its type ('number', 'string', ...)."""
-    return f"({column}::jsonb #> %s::text[])", f"jsonb_typeof({column}::jsonb #> %s::text[])"
-
-
-def _compare(value: Any, sign: str, column: str, path: list[str]) -> tuple[str, list[Any]]:
-    _, kind = _value(column)
-    text = f"({column}::jsonb #>> %s::text[])"
-    if isinstance(value, bool):
-        return f"coalesce({kind} = 'boolean' AND {text} = %s, false)", [path, path, "true" if value else "false"]
-    if isinstance(value, int | float):
-        return f"(CASE WHEN {kind} = 'number' THEN {text}::numeric {sign} %s::numeric ELSE false END)", [
-            path,
-            path,
-            value,
-        ]
-    return f"(CASE WHEN {kind} = 'string' THEN {text} COLLATE \"C\" {sign} %s ELSE false END)", [path, path, value]
-
-
-def _equal(value: Any, column: str, path: list[str]) -> tuple[str, list[Any]]:
-    if value is None:
-        _, kind = _value(column)
-        return f"coalesce({kind}, 'null') = 'null'", [path]
-    return _compare(value, "=", column, path)
-
-
-def condition_sql(condition: MetadataCondition, column: str) -> tuple[str, list[Any]]:
-    """The SQL of one metadata condition over the JSON text ``column`` (never NULL), with its parameters."""
-    path = condition.key.split(".")
-    if condition.op == "$in":
-        parts = [_equal(v, column, path) for v in condition.value]
-        return "(" + " OR ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
-    if condition.op in ("$eq", "$ne"):
-        clause, params = _equal(condition.value, column, path)
-        return (clause if condition.op == "$eq" else f"NOT {clause}"), params
-    return _compare(condition.value, _SIGNS[condition.op], column, path)
-
-
-def live_sql(alias: str, live_at: Any) -> tuple[str, list[Any]]:
-    """Records not expired at ``live_at``: archived, without an expiry text, or expiring after it."""
-    path = [EXPIRES_AT_KEY]
-    clause, params = _compare(expiry_text(live_at), "<=", f"{alias}metadata", path)
-    return f"NOT ({alias}tier IN ('core', 'dynamic') AND {clause})", params
+__all__ = ["HANDLERS"]
 
 
 def page_ids(cur: Any, op: PageIds) -> IdPage:
     """One page of ids, newest written first, and the number matching on every page."""
-    from retain.store.postgres_sql import filter_sql, lex_terms
-
     if isinstance(op.limit, bool) or not isinstance(op.limit, int) or op.limit < 1:
         raise InvalidInput(f"limit: must be an int >= 1, got {op.limit!r}")
     where, params = filter_sql(op.namespace, op.filter)
