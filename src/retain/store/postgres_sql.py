@@ -87,6 +87,7 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO lex_stats VALUES (1, 0, 0);
     CREATE TABLE lex_df (term TEXT PRIMARY KEY, df BIGINT NOT NULL);
     CREATE TABLE ns_stats (namespace TEXT PRIMARY KEY, records BIGINT NOT NULL);
+    CREATE TABLE vec_dims (vdim INTEGER PRIMARY KEY, indexed BOOLEAN NOT NULL DEFAULT false);
     CREATE TABLE audit (
         seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         ts BIGINT NOT NULL,
