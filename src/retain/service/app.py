@@ -92,15 +92,18 @@ def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     log_level: str = "warning",
     ready_file: Path | None = None,
+    extra_routers: Sequence[APIRouter] = (),
+    mounts: Mapping[str, Any] | None = None,
 ) -> None:
     """Run the app under uvicorn until interrupted (SIGINT / SIGTERM), then return.
 
     ``port`` 0 picks a free port; with ``ready_file``, the bound ``host:port`` is written there once
     the server accepts connections (how tests and benchmarks find an ephemeral port).
+    ``extra_routers`` and ``mounts`` are those of :func:`create_app`.
     """
     import uvicorn
 
-    app = create_app(memory, keys, max_body_bytes=max_body_bytes)
+    app = create_app(memory, keys, max_body_bytes=max_body_bytes, extra_routers=extra_routers, mounts=mounts)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="off")
     server = uvicorn.Server(config)
 
