@@ -29,11 +29,14 @@ from retain.service.keys import KeyStore
 from retain.service.limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
 from retain.service.routes import router
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "create_app", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "KEEP_ALIVE_SECONDS", "create_app", "serve"]
 
 DEFAULT_HOST = "127.0.0.1"
 """The server binds the loopback interface unless told otherwise."""
 DEFAULT_PORT = 8080
+KEEP_ALIVE_SECONDS = 75
+"""How long an idle keep-alive connection stays open (uvicorn's default, 5 s, closes connections that
+busy clients are about to reuse; a request sent as the server closes one fails on the client)."""
 
 
 def create_app(
@@ -104,7 +107,15 @@ def serve(
     import uvicorn
 
     app = create_app(memory, keys, max_body_bytes=max_body_bytes, extra_routers=extra_routers, mounts=mounts)
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="off")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        lifespan="off",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+    )
     server = uvicorn.Server(config)
 
     async def run() -> None:
