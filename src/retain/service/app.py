@@ -26,7 +26,7 @@ from retain.facade.aio import AsyncMemory
 from retain.service.auth import KeyProtected, Service
 from retain.service.errors import install_error_handlers
 from retain.service.keys import KeyStore
-from retain.service.limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
+from retain.service.limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, ServerTiming
 from retain.service.routes import router
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "KEEP_ALIVE_SECONDS", "create_app", "serve"]
@@ -83,6 +83,7 @@ def create_app(
     for path, sub in (mounts or {}).items():
         app.mount(path, KeyProtected(sub, service))
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(ServerTiming)
     return app
 
 
