@@ -31,6 +31,7 @@ import numpy as np
 
 import retain.store.ops as store_ops
 import retain.store.postgres_audit as audit
+import retain.store.postgres_browse as browse
 from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, StoreUnavailable, WriteConflict
 from retain.record import MemoryRecord, search_text
 from retain.store.base import Store
@@ -255,7 +256,8 @@ class PostgresStore(Store):
         handler = _HANDLERS.get(type(op))
         if handler is not None:
             return handler.__get__(self)(cur, op)
-        return audit.HANDLERS[type(op)](cur, op)
+        on_cursor = audit.HANDLERS.get(type(op)) or browse.HANDLERS[type(op)]
+        return on_cursor(cur, op)
 
     # --- records --------------------------------------------------------------------------
 
@@ -338,6 +340,18 @@ class PostgresStore(Store):
             )
         if op.tier is not None and row[1] != op.tier.value:
             raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
+
+    def _require_hot(self, cur: Any, op: store_ops.RequireHot) -> None:
+        rows = cur.execute(
+            "SELECT id FROM records WHERE namespace = %s AND superseded_by IS NULL AND tier IN ('core', 'dynamic')",
+            (op.namespace,),
+        ).fetchall()
+        held = frozenset(r[0] for r in rows)
+        if held != op.ids:
+            raise WriteConflict(
+                f"the hot memory of namespace {op.namespace!r} changed meanwhile "
+                f"({len(held - op.ids)} records in, {len(op.ids - held)} out); the retention decision is retaken"
+            )
 
     def _require_unique(self, cur: Any, op: store_ops.RequireUnique) -> None:
         where, params = same_content(
@@ -500,6 +514,7 @@ _HANDLERS: dict[type, Any] = {
     store_ops.RequireCurrent: PostgresStore._require_current,
     store_ops.RequireUnchanged: PostgresStore._require_unchanged,
     store_ops.RequireUnique: PostgresStore._require_unique,
+    store_ops.RequireHot: PostgresStore._require_hot,
     store_ops.ListRecords: PostgresStore._list,
     store_ops.ListIds: PostgresStore._list_ids,
     store_ops.CountRecords: PostgresStore._count,

@@ -28,6 +28,7 @@ from retain.record import MemoryRecord
 from retain.store.filters import RecordFilter
 from retain.store.ops import FindByHash
 from retain.store.sqlite_rows import COLUMNS, record_values, row_to_record, to_us
+from retain.store.where import EXPIRES_AT_KEY, MetadataCondition, expiry_text
 
 __all__ = [
     "COLUMNS",
@@ -208,7 +209,66 @@ def filter_sql(namespace: str, flt: RecordFilter, alias: str = "") -> tuple[str,
     if flt.end is not None:
         clauses.append(f"{alias}event_time < %s")
         params.append(to_us(flt.end))
+    for condition in flt.where or ():
+        clause, condition_params = condition_sql(condition, f"{alias}metadata")
+        clauses.append(clause)
+        params.extend(condition_params)
+    if flt.live_at is not None:
+        clause, live_params = live_sql(alias, flt.live_at)
+        clauses.append(clause)
+        params.extend(live_params)
     return " AND ".join(clauses), params
+
+
+# --- metadata conditions: the comparison rules of retain.store.where (a number compares with numbers,
+# a string with strings in byte order; a missing key or another type matches no range and no equality)
+
+_SIGNS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _value(column: str) -> tuple[str, str]:
+    """The SQL of the JSON value at the path parameter, and of its type ('number', 'string', ...)."""
+    return f"({column}::jsonb #> %s::text[])", f"jsonb_typeof({column}::jsonb #> %s::text[])"
+
+
+def _compare(value: Any, sign: str, column: str, path: list[str]) -> tuple[str, list[Any]]:
+    _, kind = _value(column)
+    text = f"({column}::jsonb #>> %s::text[])"
+    if isinstance(value, bool):
+        return f"coalesce({kind} = 'boolean' AND {text} = %s, false)", [path, path, "true" if value else "false"]
+    if isinstance(value, int | float):
+        return f"(CASE WHEN {kind} = 'number' THEN {text}::numeric {sign} %s::numeric ELSE false END)", [
+            path,
+            path,
+            value,
+        ]
+    return f"(CASE WHEN {kind} = 'string' THEN {text} COLLATE \"C\" {sign} %s ELSE false END)", [path, path, value]
+
+
+def _equal(value: Any, column: str, path: list[str]) -> tuple[str, list[Any]]:
+    if value is None:
+        _, kind = _value(column)
+        return f"coalesce({kind}, 'null') = 'null'", [path]
+    return _compare(value, "=", column, path)
+
+
+def condition_sql(condition: MetadataCondition, column: str) -> tuple[str, list[Any]]:
+    """The SQL of one metadata condition over the JSON text ``column`` (never NULL), with its parameters."""
+    path = condition.key.split(".")
+    if condition.op == "$in":
+        parts = [_equal(v, column, path) for v in condition.value]
+        return "(" + " OR ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
+    if condition.op in ("$eq", "$ne"):
+        clause, params = _equal(condition.value, column, path)
+        return (clause if condition.op == "$eq" else f"NOT {clause}"), params
+    return _compare(condition.value, _SIGNS[condition.op], column, path)
+
+
+def live_sql(alias: str, live_at: Any) -> tuple[str, list[Any]]:
+    """Records not expired at ``live_at``: archived, without an expiry text, or expiring after it."""
+    path = [EXPIRES_AT_KEY]
+    clause, params = _compare(expiry_text(live_at), "<=", f"{alias}metadata", path)
+    return f"NOT ({alias}tier IN ('core', 'dynamic') AND {clause})", params
 
 
 def same_content(op: FindByHash) -> tuple[str, list[Any]]:
