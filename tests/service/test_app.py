@@ -49,7 +49,9 @@ def audit(server, namespace: str) -> list[dict[str, Any]]:
 
 
 def test_healthz_and_the_openapi_schema_need_no_key(http):
-    assert ok(http.get("/healthz")) == {"status": "ok"}
+    response = http.get("/healthz")
+    assert ok(response) == {"status": "ok"}
+    assert response.headers["server-timing"].startswith("app;dur=")
     paths = ok(http.get("/openapi.json"))["paths"]
     assert {"/v1/memories", "/v1/memories/batch", "/v1/search", "/v1/context", "/v1/audit/verify"} <= set(paths)
     assert "413" in paths["/v1/search"]["post"]["responses"]

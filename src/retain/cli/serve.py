@@ -75,6 +75,9 @@ def serve_command(
     ready_file: Annotated[
         Path | None, typer.Option(help="Write HOST:PORT here once the server accepts connections.")
     ] = None,
+    ui: Annotated[
+        bool, typer.Option("--ui", help="Also serve the dashboard under /ui, behind the same keys (the 'ui' extra).")
+    ] = False,
 ) -> None:
     """Serve the store over HTTP: the Memory operations under /v1, /healthz and /openapi.json."""
     missing = [name for name in SERVER_EXTRA if importlib.util.find_spec(name) is None]
@@ -104,8 +107,21 @@ def serve_command(
             fail_plain(str(exc))
     store = _keys(db, keys)
     typer.echo(f"retain serve: store {memory.store.location}, keys {store.path}", err=True)
+    mounts = None
+    if ui:
+        from retain.service.ui import dashboard
+
+        mounts = {"/ui": dashboard(memory.store.location, encoder=memory.encoder, config=memory.config)}
     try:
-        serve(AsyncMemory(memory), store, host=host, port=port, max_body_bytes=max_body, ready_file=ready_file)
+        serve(
+            AsyncMemory(memory),
+            store,
+            host=host,
+            port=port,
+            max_body_bytes=max_body,
+            ready_file=ready_file,
+            mounts=mounts,
+        )
     finally:
         memory.close()
 

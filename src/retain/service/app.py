@@ -26,14 +26,17 @@ from retain.facade.aio import AsyncMemory
 from retain.service.auth import KeyProtected, Service
 from retain.service.errors import install_error_handlers
 from retain.service.keys import KeyStore
-from retain.service.limits import DEFAULT_MAX_BODY_BYTES, BodyLimit
+from retain.service.limits import DEFAULT_MAX_BODY_BYTES, BodyLimit, ServerTiming
 from retain.service.routes import router
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "create_app", "serve"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "KEEP_ALIVE_SECONDS", "create_app", "serve"]
 
 DEFAULT_HOST = "127.0.0.1"
 """The server binds the loopback interface unless told otherwise."""
 DEFAULT_PORT = 8080
+KEEP_ALIVE_SECONDS = 75
+"""How long an idle keep-alive connection stays open (uvicorn's default, 5 s, closes connections that
+busy clients are about to reuse; a request sent as the server closes one fails on the client)."""
 
 
 def create_app(
@@ -80,6 +83,7 @@ def create_app(
     for path, sub in (mounts or {}).items():
         app.mount(path, KeyProtected(sub, service))
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(ServerTiming)
     return app
 
 
@@ -92,16 +96,27 @@ def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     log_level: str = "warning",
     ready_file: Path | None = None,
+    extra_routers: Sequence[APIRouter] = (),
+    mounts: Mapping[str, Any] | None = None,
 ) -> None:
     """Run the app under uvicorn until interrupted (SIGINT / SIGTERM), then return.
 
     ``port`` 0 picks a free port; with ``ready_file``, the bound ``host:port`` is written there once
     the server accepts connections (how tests and benchmarks find an ephemeral port).
+    ``extra_routers`` and ``mounts`` are those of :func:`create_app`.
     """
     import uvicorn
 
-    app = create_app(memory, keys, max_body_bytes=max_body_bytes)
-    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="off")
+    app = create_app(memory, keys, max_body_bytes=max_body_bytes, extra_routers=extra_routers, mounts=mounts)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        lifespan="off",
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+    )
     server = uvicorn.Server(config)
 
     async def run() -> None:

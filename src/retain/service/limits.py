@@ -1,4 +1,5 @@
-"""The request size limit: a body over ``max_bytes`` is answered 413 before it is parsed.
+"""ASGI middleware of the service: the request size limit (:class:`BodyLimit`: a body over
+``max_bytes`` is answered 413 before it is parsed) and :class:`ServerTiming` (how long the app took).
 
 A request that declares its length (``Content-Length``) over the limit is refused before any of
 its body is read; a chunked body is counted as it arrives and refused as soon as it passes the
@@ -8,12 +9,13 @@ limit (:class:`~retain.errors.PayloadTooLarge`, mapped to 413 by :mod:`retain.se
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from retain.errors import PayloadTooLarge
 from retain.service.errors import error_body
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "BodyLimit"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "BodyLimit", "ServerTiming"]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 """Default limit of a request body, bytes (4 MiB)."""
@@ -68,3 +70,27 @@ class BodyLimit:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 413, "headers": [*headers, (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
+
+
+class ServerTiming:
+    """ASGI middleware adding ``Server-Timing: app;dur=<ms>`` to every response: the time from the
+    request reaching the app to the response starting, in milliseconds (what the service spent,
+    without the network and the client)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+
+        async def timed(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                spent = (time.perf_counter() - start) * 1000
+                headers = [*message.get("headers", []), (b"server-timing", f"app;dur={spent:.3f}".encode())]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, timed)
