@@ -15,12 +15,16 @@ from retain.errors import (
     Forbidden,
     InvalidInput,
     InvalidUtility,
+    PayloadTooLarge,
     RecordNotFound,
     RetainError,
     SchemaError,
     TextTooLong,
+    Unauthorized,
     WriteConflict,
 )
+from retain.facade.actor import ActorMemory
+from retain.facade.aio import AsyncMemory
 from retain.ingest.conflict import ConflictJudge, ConflictPolicy
 from retain.ingest.draft import NewMemory
 from retain.memory import Memory
@@ -28,6 +32,8 @@ from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.budget import Budget, BudgetUnit
 from retain.retention.utility import UtilityModel
 from retain.retrieval.fusion import Fusion, Hit, LinearFusion, SearchConfig, SearchMode, SearchOrder
+from retain.safety.access import Grant, Principal, Role
+from retain.safety.audit import VerifyReport
 from retain.safety.canary import CanaryReport, CanaryStatus
 from retain.safety.context import Context, ContextItem, LeftOut, Provenance
 from retain.safety.handoff import Handoff, WithheldItem
@@ -41,7 +47,9 @@ from retain.text.classify import classify, classify_with_reason
 from retain.text.temporal import TimeRef, parse_query_time, resolve_times
 
 __all__ = [
+    "ActorMemory",
     "AgentState",
+    "AsyncMemory",
     "Budget",
     "BudgetInfeasible",
     "BudgetUnit",
@@ -61,6 +69,7 @@ __all__ = [
     "Forbidden",
     "ForgetReport",
     "Fusion",
+    "Grant",
     "GraphConfig",
     "Handoff",
     "HashingEncoder",
@@ -76,12 +85,15 @@ __all__ = [
     "MetadataCondition",
     "MiniLMEncoder",
     "NewMemory",
+    "PayloadTooLarge",
+    "Principal",
     "Provenance",
     "RecordFilter",
     "RecordNotFound",
     "RetainError",
     "RetentionReport",
     "RetrievalConfig",
+    "Role",
     "SQLiteStore",
     "SchemaError",
     "SearchConfig",
@@ -96,7 +108,9 @@ __all__ = [
     "TextTooLong",
     "Tier",
     "TimeRef",
+    "Unauthorized",
     "UtilityModel",
+    "VerifyReport",
     "WithheldItem",
     "WriteConflict",
     "classify",

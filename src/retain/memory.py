@@ -19,6 +19,8 @@ from retain.config import DEFAULT_MEMORY_CONFIG, MemoryConfig
 from retain.core import Core, reembed
 from retain.encoders.basis import Encoder, MiniLMEncoder
 from retain.errors import InvalidInput
+from retain.facade.access import AccessMixin
+from retain.facade.audit import AuditMixin
 from retain.facade.expiry import ExpiryMixin
 from retain.ingest import write
 from retain.ingest.draft import NewMemory
@@ -72,7 +74,7 @@ class _FromCore(Generic[_T]):
         raise AttributeError(f"property {self._name!r} of {type(obj).__name__!r} object has no deleter")
 
 
-class Memory(ExpiryMixin):
+class Memory(AccessMixin, AuditMixin, ExpiryMixin):
     """A memory store for agents.
 
     Args:

@@ -24,6 +24,7 @@ from retain.cli import (
     records,
     scenarios,
     segments,
+    serve,
     utility,
 )
 from retain.cli.common import fail_plain, setup_logging
@@ -77,6 +78,7 @@ audit.register(app)
 segments.register(app)
 utility.register(app)
 scenarios.register(app)
+serve.register(app)
 evaluate.register(eval_app)
 scenarios.register_eval(eval_app)
 app.add_typer(eval_app, name="eval", rich_help_panel=PANEL_MODELS)

@@ -11,6 +11,7 @@ follow when asked. ``Memory.search`` delegates here, as do context packing and `
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -158,6 +159,7 @@ def search(core: Core, query: str, *, namespace: str, request: SearchRequest = D
     ordered = by_time(r.order, query)
     if ordered and expand:
         raise InvalidInput("expand: graph expansion adds hits out of event order; not with order='time'")
+    utc(r.now, field_name="now")  # refused up front, not only when the query names a time range
     if not query.strip():
         return []
     flt = replace(_filter(r.types, r.tiers, r.start, r.end, r.include_superseded), where=parse_where(r.where))
@@ -190,6 +192,9 @@ def _filter(
         types = [types]
     if isinstance(tiers, str):
         tiers = [tiers]
+    for name, value in (("types", types), ("tiers", tiers)):
+        if value is not None and (not isinstance(value, Sequence | set | frozenset) or isinstance(value, bytes)):
+            raise InvalidInput(f"{name}: a list of names (or one name, or None), got {type(value).__name__}")
     return RecordFilter(
         types=None if types is None else tuple(parse_type(t) for t in types),
         tiers=HOT_TIERS if tiers is None else tuple(parse_tier(t) for t in tiers),
@@ -295,6 +300,11 @@ def search_config(config: SearchConfig | str, threshold: float | None, mmr_lambd
         if config not in PRESETS:
             raise InvalidInput(f"config: unknown preset {config!r}; one of {sorted(PRESETS)}")
         config = PRESETS[config]
+    for name, value in (("threshold", threshold), ("mmr_lambda", mmr_lambda)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+        ):
+            raise InvalidInput(f"{name}: must be a finite number or None, got {type(value).__name__}")
     changes: dict[str, Any] = {}
     if threshold is not None:
         changes["threshold"] = threshold

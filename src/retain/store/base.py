@@ -77,7 +77,9 @@ class Store(ABC):
         audit: Sequence[AuditEntry] = (),
         edges: Sequence[Edge] = (),
         *,
-        require: Sequence[store_ops.RequireUnique | store_ops.RequireUnchanged | store_ops.RequireCurrent] = (),
+        require: Sequence[
+            store_ops.RequireUnique | store_ops.RequireUnchanged | store_ops.RequireCurrent | store_ops.RequireHot
+        ] = (),
     ) -> None:
         """Write records, then their edges (if any), and the audit entries atomically.
 

@@ -121,6 +121,23 @@ class RequireUnchanged:
     superseded_by: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RequireHot:
+    """Fail the whole batch unless the current records of ``namespace`` in the hot tiers (core and
+    dynamic: what a budget counts) are exactly ``ids``: the hot memory a retention decision was made
+    against. Checked in the write transaction, it makes the budget hard across connections and
+    processes: a decision taken on a hot set another writer changed since (an add, an eviction, a
+    restore) is never committed, so the committed hot memory never exceeds the budget and no writer
+    evicts a record another writer already archived. Reading the hot set costs one indexed query over
+    at most the budget's records (plus mandatory ones).
+
+    Result: None. Raises WriteConflict (the batch rolls back, nothing is written; the caller reads
+    the hot set again and decides again: :func:`retry_on_conflict`)."""
+
+    namespace: str
+    ids: frozenset[str]
+
+
 WRITE_ATTEMPTS = 5
 """Most times a read-then-write operation (``Memory.add_many``, ``update``, ``delete``, ``forget``,
 ``propagate_importance``, segment summaries) runs when its guarded write (:class:`RequireUnique`,
@@ -319,6 +336,7 @@ Op = (
     | RequireCurrent
     | RequireUnchanged
     | RequireUnique
+    | RequireHot
     | ListRecords
     | ListIds
     | CountRecords

@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 import retain.store.ops as store_ops
 from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, WriteConflict
-from retain.record import MemoryRecord, search_text
+from retain.record import MemoryRecord, Tier, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
 from retain.store.sqlite_audit import append_audit, get_provenance, put_provenance, read_audit, read_audit_raw
@@ -330,6 +330,18 @@ class SQLiteStore(Store):
         if op.tier is not None and row[1] != op.tier.value:
             raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
 
+    def _require_hot(self, op: store_ops.RequireHot) -> None:
+        rows = self._conn.execute(
+            "SELECT id FROM records WHERE namespace = ? AND superseded_by IS NULL AND tier IN (?, ?)",
+            (op.namespace, Tier.CORE.value, Tier.DYNAMIC.value),
+        ).fetchall()
+        held = frozenset(r[0] for r in rows)
+        if held != op.ids:
+            raise WriteConflict(
+                f"the hot memory of namespace {op.namespace!r} changed meanwhile "
+                f"({len(held - op.ids)} records in, {len(op.ids - held)} out); the retention decision is retaken"
+            )
+
     def _require_unique(self, op: store_ops.RequireUnique) -> None:
         where, params = same_content(
             store_ops.FindByHash(op.namespace, op.content_hash, True, op.role, op.segment, op.seq)
@@ -483,6 +495,7 @@ _HANDLERS: dict[type, Any] = {  # handlers on the store: its connection and cach
     store_ops.RequireCurrent: SQLiteStore._require_current,
     store_ops.RequireUnchanged: SQLiteStore._require_unchanged,
     store_ops.RequireUnique: SQLiteStore._require_unique,
+    store_ops.RequireHot: SQLiteStore._require_hot,
     store_ops.ListRecords: SQLiteStore._list,
     store_ops.ListIds: SQLiteStore._list_ids,
     store_ops.CountRecords: SQLiteStore._count,
