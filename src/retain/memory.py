@@ -22,6 +22,7 @@ from retain.errors import InvalidInput
 from retain.facade.access import AccessMixin
 from retain.facade.audit import AuditMixin
 from retain.facade.expiry import ExpiryMixin
+from retain.facade.messages import MessagesMixin
 from retain.ingest import write
 from retain.ingest.draft import NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier
@@ -41,7 +42,7 @@ from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState
 from retain.state.scorer import StateScorer
 from retain.store import HOT_TIERS, Edge, EdgeType, RecordFilter, Store
-from retain.store.sqlite import SQLiteStore
+from retain.store.locate import open_location
 
 __all__ = ["Memory"]
 
@@ -74,12 +75,13 @@ class _FromCore(Generic[_T]):
         raise AttributeError(f"property {self._name!r} of {type(obj).__name__!r} object has no deleter")
 
 
-class Memory(AccessMixin, AuditMixin, ExpiryMixin):
+class Memory(AccessMixin, AuditMixin, ExpiryMixin, MessagesMixin):
     """A memory store for agents.
 
     Args:
         path: SQLite file path, or ":memory:" (default) for a private in-memory store. The file is
-            created when missing; its folder must exist unless ``create_dirs``.
+            created when missing; its folder must exist unless ``create_dirs``. A
+            ``postgresql://`` URL opens the Postgres backend (the ``postgres`` extra).
         encoder: an :class:`~retain.encoders.basis.Encoder`; default all-MiniLM-L6-v2 (loaded on first use).
         store: an already constructed :class:`~retain.store.Store` (``path`` is then ignored).
         config: limits and switches (:class:`MemoryConfig`).
@@ -118,7 +120,7 @@ class Memory(AccessMixin, AuditMixin, ExpiryMixin):
         create_dirs: bool = False,
     ) -> None:
         chosen = encoder if encoder is not None else MiniLMEncoder()
-        opened = store if store is not None else SQLiteStore(path, create_dirs=create_dirs)
+        opened = store if store is not None else open_location(path, create_dirs=create_dirs)
         self._core = Core(
             opened, chosen, config, budget=budget, utility=utility, fusion=fusion, state_scorer=state_scorer
         )
@@ -497,31 +499,26 @@ class Memory(AccessMixin, AuditMixin, ExpiryMixin):
         *,
         namespace: str,
         budget_tokens: int,
-        state: Mapping[str, Any] | None = None,
+        state: AgentState | Mapping[str, Any] | None = None,
         k: int = 20,
         threshold: float | None = None,
         actor: str = "agent",
         working: int = 5,
+        archive: bool | None = None,
+        summariser: Summariser | None = None,
     ) -> Context:
         """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens):
-        current hard constraints, then the working tier, then state-adaptive search hits; the
-        provenance is stored and audited as "retrieve". See :func:`retain.safety.context.pack`.
+        current hard constraints (ranked, merged and compressed when they alone exceed the budget),
+        the working tier (chatter skipped), state-adaptive search hits, and with ``archive`` hits
+        from the archive tier; what is left out is listed with the reason; the provenance is stored
+        and audited as "retrieve". See :func:`retain.safety.context.pack`.
 
         Raises:
             InvalidInput: bad arguments (named in the message); nothing stored.
-            BudgetInfeasible: the hard constraints alone exceed ``budget_tokens``; nothing stored.
+            BudgetInfeasible: not even one candidate fits in ``budget_tokens``; nothing stored.
         """
-        return pack(
-            self._core,
-            query,
-            namespace=namespace,
-            budget_tokens=budget_tokens,
-            state=state,
-            k=k,
-            threshold=threshold,
-            actor=actor,
-            working=working,
-        )
+        options = {name: value for name, value in locals().items() if name not in ("self", "query")}
+        return pack(self._core, query, **options)
 
     def explain(self, provenance_id: str, *, namespace: str | None = None) -> Provenance:
         """How the context ``provenance_id`` was packed: records in, their scores and sources, and

@@ -16,6 +16,7 @@ import typer
 
 from retain.cli import (
     audit,
+    dashboard,
     evaluate,
     mcp_server,
     memories,
@@ -75,6 +76,7 @@ observe.register(app)
 records.register(app)
 mcp_server.register(app)
 audit.register(app)
+dashboard.register(app)
 segments.register(app)
 utility.register(app)
 scenarios.register(app)

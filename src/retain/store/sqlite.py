@@ -41,6 +41,7 @@ from retain.record import MemoryRecord, Tier, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
 from retain.store.sqlite_audit import append_audit, get_provenance, put_provenance, read_audit, read_audit_raw
+from retain.store.sqlite_browse import audit_histogram, namespace_stats, page_ids, query_audit
 from retain.store.sqlite_edges import list_edges, purge_edges, put_edges
 from retain.store.sqlite_index import NamespaceIndex, build_index, nearest
 from retain.store.sqlite_rows import COLUMNS, ORDERS, filter_sql, record_values, row_to_record, same_content
@@ -143,6 +144,9 @@ class SQLiteStore(Store):
                 if str(mode).lower() != "wal":  # pragma: no cover - filesystem without WAL support
                     raise SchemaError(f"could not enable WAL on {self._path} (journal_mode={mode})")
             self._conn.execute("PRAGMA synchronous = NORMAL")
+            if int(self._conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION:
+                self._ready = True  # nothing to migrate: no write lock, so a writer's lock does not block opening
+                return
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 current = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
@@ -485,7 +489,13 @@ class SQLiteStore(Store):
         return len(rowids)
 
     def _namespaces(self, op: store_ops.ListNamespaces) -> list[str]:
-        return [r[0] for r in self._conn.execute("SELECT DISTINCT namespace FROM records ORDER BY namespace")]
+        # a skip-scan of the namespace index: one step per namespace, not one per record
+        sql = (
+            "WITH RECURSIVE n(x) AS (SELECT MIN(namespace) FROM records UNION ALL "
+            "SELECT (SELECT MIN(namespace) FROM records WHERE namespace > x) FROM n WHERE x IS NOT NULL) "
+            "SELECT x FROM n WHERE x IS NOT NULL"
+        )
+        return [r[0] for r in self._conn.execute(sql)]
 
 
 _HANDLERS: dict[type, Any] = {  # handlers on the store: its connection and caches
@@ -515,4 +525,8 @@ _CONNECTION_HANDLERS: dict[type, Callable[[sqlite3.Connection, Any], Any]] = {  
     store_ops.GetProvenance: get_provenance,
     store_ops.PutEdges: put_edges,
     store_ops.ListEdges: list_edges,
+    store_ops.PageIds: page_ids,
+    store_ops.NamespaceStats: namespace_stats,
+    store_ops.QueryAudit: query_audit,
+    store_ops.AuditHistogram: audit_histogram,
 }
