@@ -13,6 +13,8 @@ lists them: code outside this package imports them from there.
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -139,6 +141,8 @@ class RequireHot:
 
 
 WRITE_ATTEMPTS = 5
+_BACKOFF_SECONDS = 0.005
+"""First ceiling of the random wait between attempts (doubled after each conflict)."""
 """Most times a read-then-write operation (``Memory.add_many``, ``update``, ``delete``, ``forget``,
 ``propagate_importance``, segment summaries) runs when its guarded write (:class:`RequireUnique`,
 :class:`RequireUnchanged`) finds that another writer changed what it read: each attempt reads again."""
@@ -153,11 +157,12 @@ def retry_on_conflict(attempt_once: Callable[[], _T]) -> _T:
     Raises:
         WriteConflict: the last attempt's, when every attempt conflicted (nothing of it was written).
     """
-    for _ in range(WRITE_ATTEMPTS - 1):
+    for attempt in range(WRITE_ATTEMPTS - 1):
         try:
             return attempt_once()
         except WriteConflict:
-            continue
+            # full-jitter exponential backoff, so writers racing for one namespace stop colliding in step
+            time.sleep(random.uniform(0.0, _BACKOFF_SECONDS * 2**attempt))
     return attempt_once()
 
 

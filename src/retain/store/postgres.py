@@ -31,6 +31,7 @@ import numpy as np
 
 import retain.store.ops as store_ops
 import retain.store.postgres_audit as audit
+import retain.store.postgres_browse as browse
 from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, StoreUnavailable, WriteConflict
 from retain.record import MemoryRecord, search_text
 from retain.store.base import Store
@@ -118,7 +119,6 @@ class PostgresStore(Store):
         self._timeout = connect_timeout
         self._lock = threading.RLock()
         self._ready = False
-        self._dims: set[int] = set()
         self._conn = self._connect()
 
     @property
@@ -190,13 +190,6 @@ class PostgresStore(Store):
             except psycopg.OperationalError as exc:
                 raise StoreUnavailable(f"Postgres ({_describe(self._url)}): {exc}") from exc
             self._register(self._conn)
-            self._dims = {
-                int(name.rsplit("_", 1)[1])
-                for (name,) in self._conn.execute(
-                    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
-                    "AND indexname LIKE 'records_vec_%'"
-                )
-            }
             self._ready = True
 
     def get_meta(self, key: str) -> str | None:
@@ -255,48 +248,80 @@ class PostgresStore(Store):
         handler = _HANDLERS.get(type(op))
         if handler is not None:
             return handler.__get__(self)(cur, op)
-        return audit.HANDLERS[type(op)](cur, op)
+        on_cursor = audit.HANDLERS.get(type(op)) or browse.HANDLERS[type(op)]
+        return on_cursor(cur, op)
 
     # --- records --------------------------------------------------------------------------
 
     def _put(self, cur: Any, op: store_ops.PutRecords) -> None:
+        """Insert new records and update known ones in two ``executemany`` passes (a record put twice
+        in one batch is written once, as its last version), then fold the changes into the statistics."""
+        if not op.records:
+            return
+        known = {
+            row[0]: (row[1], list(row[2]), int(row[3]))
+            for row in cur.execute(
+                "SELECT id, namespace, tsvector_to_array(lex), lex_len FROM records WHERE id = ANY(%s)",
+                ([r.id for r in op.records],),
+            ).fetchall()
+        }
+        inserts: dict[str, tuple[Any, ...]] = {}
+        updates: dict[str, tuple[Any, ...]] = {}
         df: Counter[str] = Counter()
-        docs = tokens = 0
+        tokens = 0
         namespaces: Counter[str] = Counter()
-        assign = ", ".join(f"{c.strip()} = %s" for c in COLUMNS.split(",")) + ", vdim = %s, lex = %s, lex_len = %s"
+        dims: set[int] = set()
         for rec in op.records:
-            old = cur.execute(
-                "SELECT namespace, tsvector_to_array(lex), lex_len FROM records WHERE id = %s", (rec.id,)
-            ).fetchone()
-            if old is not None and old[0] != rec.namespace:
+            prev = known.get(rec.id)
+            if prev is not None and prev[0] != rec.namespace:
                 raise InvalidInput(f"id {rec.id} already exists in another namespace")
             terms = lex_terms(index_terms(search_text(rec)))
             values = (*pg_record_values(rec), tsvector_literal(terms), len(terms))
             if values[-3] is not None:
-                self._ensure_vector_index(cur, int(values[-3]))
-            if old is None:
-                cur.execute(
-                    f"INSERT INTO records ({COLUMNS}, vdim, lex, lex_len) VALUES ({', '.join(['%s'] * 27)})", values
-                )
-                docs, namespaces[rec.namespace] = docs + 1, namespaces[rec.namespace] + 1
+                dims.add(int(values[-3]))
+            if prev is None:
+                namespaces[rec.namespace] += 1
             else:
-                cur.execute(f"UPDATE records SET {assign} WHERE id = %s", (*values, rec.id))
-                df.subtract(old[1])
-                tokens -= int(old[2])
+                df.subtract(prev[1])
+                tokens -= prev[2]
+            (updates if rec.id in updates or (prev is not None and rec.id not in inserts) else inserts)[rec.id] = values
+            known[rec.id] = (rec.namespace, sorted(set(terms)), len(terms))
             df.update(set(terms))
             tokens += len(terms)
-        _apply_stats(cur, df, docs, tokens, namespaces)
+        self._check_dims(cur, dims)
+        if inserts:
+            marks = ", ".join(["%s"] * 27)
+            cur.executemany(
+                f"INSERT INTO records ({COLUMNS}, vdim, lex, lex_len) VALUES ({marks})", list(inserts.values())
+            )
+        if updates:
+            assign = ", ".join(f"{c.strip()} = %s" for c in COLUMNS.split(",")) + ", vdim = %s, lex = %s, lex_len = %s"
+            cur.executemany(f"UPDATE records SET {assign} WHERE id = %s", [(*v, i) for i, v in updates.items()])
+        _apply_stats(cur, df, sum(namespaces.values()), tokens, namespaces)
+        self._index_large(cur, list(namespaces))
 
-    def _ensure_vector_index(self, cur: Any, dim: int) -> None:
-        if dim in self._dims:
+    @staticmethod
+    def _check_dims(cur: Any, dims: set[int]) -> None:
+        for dim in sorted(dims):
+            if not 0 < dim <= 2000:
+                raise InvalidInput(f"embedding: {dim} dimensions; the Postgres backend indexes 1 to 2000")
+            cur.execute("INSERT INTO vec_dims (vdim) VALUES (%s) ON CONFLICT (vdim) DO NOTHING", (dim,))
+
+    @staticmethod
+    def _index_large(cur: Any, namespaces: list[str]) -> None:
+        """Build the HNSW index of every dimension not indexed yet once a namespace written reaches
+        :data:`ANN_MIN_RECORDS` records (small stores never pay for the index on each insert)."""
+        if not namespaces:
             return
-        if not 0 < dim <= 2000:
-            raise InvalidInput(f"embedding: {dim} dimensions; the Postgres backend indexes 1 to 2000")
-        cur.execute(
-            f"CREATE INDEX IF NOT EXISTS records_vec_{dim} ON records "
-            f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE vdim = {dim}"
-        )
-        self._dims.add(dim)
+        row = cur.execute("SELECT max(records) FROM ns_stats WHERE namespace = ANY(%s)", (namespaces,)).fetchone()
+        if row is None or row[0] is None or int(row[0]) < ANN_MIN_RECORDS:
+            return
+        for (dim,) in cur.execute("SELECT vdim FROM vec_dims WHERE NOT indexed").fetchall():
+            cur.execute(
+                f"CREATE INDEX IF NOT EXISTS records_vec_{int(dim)} ON records "
+                f"USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops) WHERE vdim = {int(dim)}"
+            )
+            cur.execute("UPDATE vec_dims SET indexed = true WHERE vdim = %s", (dim,))
 
     def _get(self, cur: Any, op: store_ops.GetRecords) -> list[MemoryRecord]:
         return self._fetch(cur, op.namespace, op.ids)
@@ -338,6 +363,18 @@ class PostgresStore(Store):
             )
         if op.tier is not None and row[1] != op.tier.value:
             raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
+
+    def _require_hot(self, cur: Any, op: store_ops.RequireHot) -> None:
+        rows = cur.execute(
+            "SELECT id FROM records WHERE namespace = %s AND superseded_by IS NULL AND tier IN ('core', 'dynamic')",
+            (op.namespace,),
+        ).fetchall()
+        held = frozenset(r[0] for r in rows)
+        if held != op.ids:
+            raise WriteConflict(
+                f"the hot memory of namespace {op.namespace!r} changed meanwhile "
+                f"({len(held - op.ids)} records in, {len(op.ids - held)} out); the retention decision is retaken"
+            )
 
     def _require_unique(self, cur: Any, op: store_ops.RequireUnique) -> None:
         where, params = same_content(
@@ -411,15 +448,16 @@ class PostgresStore(Store):
             InvalidInput: the query's dimension is not one the store holds.
         """
         dim = int(query.shape[0])
-        if self._dims and dim not in self._dims:
-            raise InvalidInput(f"vector: dimension {dim}, store holds {', '.join(map(str, sorted(self._dims)))}")
+        held = {int(d): bool(i) for d, i in cur.execute("SELECT vdim, indexed FROM vec_dims").fetchall()}
+        if held and dim not in held:
+            raise InvalidInput(f"vector: dimension {dim}, store holds {', '.join(map(str, sorted(held)))}")
         if limit <= 0 or dim == 0:
             return []
         norm = float(np.linalg.norm(query))
         unit = query / np.float32(norm) if norm > 0 else query
         row = cur.execute("SELECT records FROM ns_stats WHERE namespace = %s", (namespace,)).fetchone()
         where, params = filter_sql(namespace, flt)
-        if norm > 0 and row is not None and int(row[0]) >= ANN_MIN_RECORDS:
+        if norm > 0 and held.get(dim) and row is not None and int(row[0]) >= ANN_MIN_RECORDS:
             cur.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             cur.execute(f"SET LOCAL hnsw.ef_search = {max(40, 2 * limit)}")
             distance = f"embedding::vector({dim}) <=> %s::vector({dim})"
@@ -500,6 +538,7 @@ _HANDLERS: dict[type, Any] = {
     store_ops.RequireCurrent: PostgresStore._require_current,
     store_ops.RequireUnchanged: PostgresStore._require_unchanged,
     store_ops.RequireUnique: PostgresStore._require_unique,
+    store_ops.RequireHot: PostgresStore._require_hot,
     store_ops.ListRecords: PostgresStore._list,
     store_ops.ListIds: PostgresStore._list_ids,
     store_ops.CountRecords: PostgresStore._count,

@@ -87,6 +87,7 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO lex_stats VALUES (1, 0, 0);
     CREATE TABLE lex_df (term TEXT PRIMARY KEY, df BIGINT NOT NULL);
     CREATE TABLE ns_stats (namespace TEXT PRIMARY KEY, records BIGINT NOT NULL);
+    CREATE TABLE vec_dims (vdim INTEGER PRIMARY KEY, indexed BOOLEAN NOT NULL DEFAULT false);
     CREATE TABLE audit (
         seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         ts BIGINT NOT NULL,
@@ -209,56 +210,66 @@ def filter_sql(namespace: str, flt: RecordFilter, alias: str = "") -> tuple[str,
     if flt.end is not None:
         clauses.append(f"{alias}event_time < %s")
         params.append(to_us(flt.end))
-    column = f"({alias}metadata::json)"
     for condition in flt.where or ():
-        clause, condition_params = _condition_sql(condition, column)
+        clause, condition_params = condition_sql(condition, f"{alias}metadata")
         clauses.append(clause)
         params.extend(condition_params)
-    if flt.live_at is not None:  # not expired: archived, no expiry text, or one after live_at
-        clauses.append(
-            f"NOT ({alias}tier IN ('core', 'dynamic') AND CASE WHEN json_typeof({column} -> %s) = 'string' "
-            f'THEN ({column} ->> %s) COLLATE "C" <= %s ELSE false END)'
-        )
-        params.extend([EXPIRES_AT_KEY, EXPIRES_AT_KEY, expiry_text(flt.live_at)])
+    if flt.live_at is not None:
+        clause, live_params = live_sql(alias, flt.live_at)
+        clauses.append(clause)
+        params.extend(live_params)
     return " AND ".join(clauses), params
 
 
-def _condition_sql(condition: MetadataCondition, column: str) -> tuple[str, list[Any]]:
-    """One metadata condition over the JSON ``column``, true or false (never NULL), with its
-    parameters; the comparison rules of :mod:`retain.store.where` (strings by code point)."""
+# --- metadata conditions: the comparison rules of retain.store.where (a number compares with numbers,
+# a string with strings in byte order; a missing key or another type matches no range and no equality)
+
+_SIGNS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _value(column: str) -> tuple[str, str]:
+    """The SQL of the JSON value at the path parameter, and of its type ('number', 'string', ...)."""
+    return f"({column}::jsonb #> %s::text[])", f"jsonb_typeof({column}::jsonb #> %s::text[])"
+
+
+def _compare(value: Any, sign: str, column: str, path: list[str]) -> tuple[str, list[Any]]:
+    _, kind = _value(column)
+    text = f"({column}::jsonb #>> %s::text[])"
+    if isinstance(value, bool):
+        return f"coalesce({kind} = 'boolean' AND {text} = %s, false)", [path, path, "true" if value else "false"]
+    if isinstance(value, int | float):
+        return f"(CASE WHEN {kind} = 'number' THEN {text}::numeric {sign} %s::numeric ELSE false END)", [
+            path,
+            path,
+            value,
+        ]
+    return f"(CASE WHEN {kind} = 'string' THEN {text} COLLATE \"C\" {sign} %s ELSE false END)", [path, path, value]
+
+
+def _equal(value: Any, column: str, path: list[str]) -> tuple[str, list[Any]]:
+    if value is None:
+        _, kind = _value(column)
+        return f"coalesce({kind}, 'null') = 'null'", [path]
+    return _compare(value, "=", column, path)
+
+
+def condition_sql(condition: MetadataCondition, column: str) -> tuple[str, list[Any]]:
+    """The SQL of one metadata condition over the JSON text ``column`` (never NULL), with its parameters."""
     path = condition.key.split(".")
     if condition.op == "$in":
-        parts = [_equal_sql(value, path, column) for value in condition.value]
-        return "(" + " OR ".join(p[0] for p in parts) + ")", [v for p in parts for v in p[1]]
+        parts = [_equal(v, column, path) for v in condition.value]
+        return "(" + " OR ".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
     if condition.op in ("$eq", "$ne"):
-        clause, params = _equal_sql(condition.value, path, column)
+        clause, params = _equal(condition.value, column, path)
         return (clause if condition.op == "$eq" else f"NOT {clause}"), params
-    sign = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[condition.op]
-    return _typed_sql(condition.value, path, column, sign)
+    return _compare(condition.value, _SIGNS[condition.op], column, path)
 
 
-def _typed_sql(value: Any, path: list[str], column: str, sign: str) -> tuple[str, list[Any]]:
-    if isinstance(value, str):
-        return (
-            f"(CASE WHEN json_typeof({column} #> %s) = 'string' "
-            f'THEN ({column} #>> %s) COLLATE "C" {sign} %s ELSE false END)'
-        ), [path, path, value]
-    return (
-        f"(CASE WHEN json_typeof({column} #> %s) = 'number' THEN ({column} #>> %s)::numeric {sign} %s::numeric "
-        "ELSE false END)"
-    ), [path, path, value]
-
-
-def _equal_sql(value: Any, path: list[str], column: str) -> tuple[str, list[Any]]:
-    if value is None:
-        return f"(coalesce(json_typeof({column} #> %s), 'null') = 'null')", [path]
-    if isinstance(value, bool):
-        return (f"(CASE WHEN json_typeof({column} #> %s) = 'boolean' THEN ({column} #>> %s) = %s ELSE false END)"), [
-            path,
-            path,
-            "true" if value else "false",
-        ]
-    return _typed_sql(value, path, column, "=")
+def live_sql(alias: str, live_at: Any) -> tuple[str, list[Any]]:
+    """Records not expired at ``live_at``: archived, without an expiry text, or expiring after it."""
+    path = [EXPIRES_AT_KEY]
+    clause, params = _compare(expiry_text(live_at), "<=", f"{alias}metadata", path)
+    return f"NOT ({alias}tier IN ('core', 'dynamic') AND {clause})", params
 
 
 def same_content(op: FindByHash) -> tuple[str, list[Any]]:
