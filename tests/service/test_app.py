@@ -85,9 +85,9 @@ def test_the_memory_operations_round_trip(http, server):
 
     search = {
         "namespace": NS, "query": "how much can we spend?", "k": 3, "preset": "default", "types": None,
-        "tiers": ["core", "dynamic"], "start": None, "end": None, "include_superseded": False, "threshold": None,
-        "mmr_lambda": 0.7, "state": STATE, "allow_raw": False, "time_aware": True, "now": "2024-06-01T00:00:00Z",
-        "expand": 1, "window": 1, "order": "rank",
+        "tiers": ["core", "dynamic"], "start": None, "end": None, "include_superseded": False, "where": None,
+        "threshold": None, "mmr_lambda": 0.7, "state": STATE, "allow_raw": False, "time_aware": True,
+        "now": "2024-06-01T00:00:00Z", "expand": 1, "window": 1, "order": "rank",
     }  # fmt: skip
     hits = ok(call(http, admin, "POST", "/v1/search", json=search))["hits"]
     assert hits and {"alpha", "state"} <= set(hits[0]["scores"])
@@ -135,6 +135,8 @@ def test_bad_input_is_400_naming_the_field(http, server):
         "InvalidInput",
     )
     assert "order" in msg
+    bad_where = {"namespace": NS, "query": "x", "where": {"n": {"$like": 1}}}
+    assert "where" in error(call(http, admin, "POST", "/v1/search", json=bad_where), 400, "InvalidInput")
     bad = {"namespace": NS, "query": "x", "bogus": 1}
     assert "bogus" in error(call(http, admin, "POST", "/v1/search", json=bad), 400, "InvalidInput")
 

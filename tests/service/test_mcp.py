@@ -23,6 +23,7 @@ from mcp_types import CallToolResult
 from retain.encoders.basis import HashingEncoder
 from retain.errors import InvalidInput
 from retain.memory import Memory
+from retain.safety.access import Grant, Principal, Role
 from retain.service.mcp import ServerScope, build_server
 
 RETAIN = str(Path(sys.executable).with_name("retain"))
@@ -114,7 +115,7 @@ def test_streamable_http_every_tool(http_server: str) -> None:
 @pytest.fixture
 def server() -> Iterator[Any]:
     mem = Memory(encoder=HashingEncoder(64))
-    yield build_server(mem, ServerScope(namespace="trip", prefixes=("team/",)))
+    yield build_server(mem, ServerScope(namespace="trip"))
     mem.close()
 
 
@@ -136,7 +137,7 @@ def server() -> Iterator[Any]:
         ("forget", {}, "id or query"),
         ("forget", {"id": "a", "query": "b"}, "id or query"),
         ("explain", {"provenance_id": "nope"}, "RecordNotFound"),
-        ("recall", {"query": "x", "namespace": "elsewhere"}, "scope"),
+        ("recall", {"query": "x", "namespace": "elsewhere"}, "serves 'trip' only"),
     ],
 )
 def test_bad_input_is_a_tool_error_and_the_server_keeps_running(
@@ -150,18 +151,30 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_running(
     run(session, server)
 
 
-def test_a_namespace_within_the_allowed_prefixes_is_used(server: Any) -> None:
+def test_namespaces_follow_the_principal_rights() -> None:
+    mem = Memory(encoder=HashingEncoder(64))
+    principal = Principal("planner", grants=(Grant("trip", Role.WRITE), Grant("team/", Role.READ)))
+    mem.add("the team meets on Monday", namespace="team/a")
+
     async def session(client: Client) -> None:
-        data(await client.call_tool("remember", {"text": "the team meets on Monday", "namespace": "team/a"}))
-        assert data(await client.call_tool("recall", {"query": "team meets"}))["hits"] == []
+        data(await client.call_tool("remember", {"text": "the hotel is booked"}))
         found = data(await client.call_tool("recall", {"query": "team meets", "namespace": "team/a"}))
         assert found["namespace"] == "team/a" and len(found["hits"]) == 1
+        refused = error_text(await client.call_tool("remember", {"text": "a note", "namespace": "team/a"}))
+        assert "Forbidden" in refused
+        assert "Forbidden" in error_text(await client.call_tool("recall", {"query": "x", "namespace": "private"}))
 
-    run(session, server)
+    run(session, build_server(mem, ServerScope(namespace="trip", principal=principal)))
+    refusals = [
+        e for e in mem.store.audit_log() if e["actor"] == "planner" and e["details"].get("outcome") == "refused"
+    ]
+    assert len(refusals) == 2
+    assert [r.content for r in mem.records(namespace="trip")] == ["the hotel is booked"]
+    mem.close()
 
 
-def test_scope_needs_a_namespace_or_prefixes() -> None:
+def test_scope_needs_a_namespace_or_a_principal() -> None:
     with pytest.raises(InvalidInput):
         ServerScope()
     with pytest.raises(InvalidInput, match="no default namespace"):
-        ServerScope(prefixes=("a/",)).resolve(None)
+        ServerScope(principal=Principal("a", grants=(Grant("", Role.READ),))).resolve(None)

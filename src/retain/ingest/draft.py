@@ -125,7 +125,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s*")
 
 def check_metadata(metadata: object) -> dict[str, Any]:
     """``metadata`` as a plain dict when it is a mapping with string keys, JSON-serialisable
-    without NaN / inf, valid Unicode, and without the keys reserved for split texts.
+    without NaN / inf, valid Unicode, without the keys reserved for split texts, and with an expiry
+    (``metadata["expires_at"]``) only as :mod:`retain.retention.expiry` writes it.
 
     Raises:
         InvalidInput: otherwise, naming the problem.
@@ -137,6 +138,7 @@ def check_metadata(metadata: object) -> dict[str, Any]:
     reserved = RESERVED_METADATA & set(metadata)
     if reserved:
         raise InvalidInput(f"metadata: keys {sorted(reserved)} are reserved for split texts")
+    check_expiry_metadata(metadata)
     try:
         json.dumps(dict(metadata), allow_nan=False, ensure_ascii=False).encode("utf-8")
     except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
@@ -208,7 +210,6 @@ def draft(item: NewMemory, namespace: str, config: MemoryConfig) -> list[MemoryR
     if not isinstance(item.pinned, bool):
         raise InvalidInput(f"pinned: must be a bool, got {item.pinned!r}")
     check_metadata(item.metadata)
-    check_expiry_metadata(item.metadata)
     limit = config.max_text_chars
     if len(content) > limit:
         raise TextTooLong(f"content: {len(content):,} characters, limit is {limit:,} (max_text_chars)")

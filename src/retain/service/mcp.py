@@ -4,7 +4,9 @@ official MCP Python SDK (``mcp.server.MCPServer``; the ``mcp`` extra).
 Tools: ``remember`` (text, type?, metadata?, ttl?), ``recall`` (query, state?, k?, where?),
 ``context`` (query, budget_tokens, state?), ``forget`` (id or query, under the trust rules),
 ``explain`` (a context's provenance id). Every tool takes an optional ``namespace``; the server's
-:class:`ServerScope` decides which namespaces a caller may name. Bad arguments (a missing one, a
+:class:`ServerScope` names the default namespace and the principal every call runs as
+(``Memory.as_actor``: the rights model of :mod:`retain.safety.access` checks each call, and a
+refusal is audited and returned as a tool error). Bad arguments (a missing one, a
 wrong type, a value retain refuses) come back as a tool error the client shows (``isError``); the
 server keeps running. Calls run one at a time on a worker thread, so the event loop stays free
 while a search runs.
@@ -26,9 +28,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from retain.errors import InvalidInput, RetainError
+from retain.facade.actor import ActorMemory
 from retain.memory import Memory
 from retain.record import MemoryRecord, validate_namespace
 from retain.retrieval.fusion import Hit
+from retain.safety.access import Grant, Principal, Role
 
 __all__ = ["DEFAULT_ACTOR", "MAX_RECALL", "ServerScope", "build_server", "hit_dict"]
 
@@ -43,46 +47,56 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True, slots=True)
 class ServerScope:
-    """Which namespaces the server's tools act on, and as whom.
+    """Which namespaces the server's tools act on, and as whom (the rights model of
+    :mod:`retain.safety.access`).
 
     Attributes:
         namespace: the namespace of a call that names none; None = every call must name one.
-        prefixes: the namespaces a call may name besides ``namespace``: every namespace starting with
-            one of these prefixes (``""`` = any). Default none: only ``namespace``.
-        actor: the actor of every call (audited; trust rules apply to it).
+        principal: the principal every call runs as (``Memory.as_actor``: its role on the namespace
+            is checked, a refusal is audited and returned as a tool error). None = a principal named
+            ``actor`` with write on ``namespace`` alone: calls naming another namespace are refused.
+        actor: the actor name of the default principal (audited; the trust rules apply to it).
 
     Raises:
-        InvalidInput: a bad namespace or actor, or neither a namespace nor a prefix.
+        InvalidInput: a bad namespace or actor, or neither a namespace nor a principal.
     """
 
     namespace: str | None = None
-    prefixes: tuple[str, ...] = ()
+    principal: Principal | None = None
     actor: str = DEFAULT_ACTOR
 
     def __post_init__(self) -> None:
         if self.namespace is not None:
             validate_namespace(self.namespace)
-        if self.namespace is None and not self.prefixes:
-            raise InvalidInput("namespace: give the server a namespace, or namespace prefixes its tools may name")
-        if not isinstance(self.actor, str) or not self.actor.strip():
-            raise InvalidInput(f"actor: a non-empty string, got {self.actor!r}")
+        if self.principal is None and self.namespace is None:
+            raise InvalidInput("namespace: give the server a namespace, or a principal with grants")
+        if self.principal is not None and not isinstance(self.principal, Principal):
+            raise InvalidInput(f"principal: a retain Principal, got {type(self.principal).__name__}")
+        Principal(self.actor)  # checks the actor name
+
+    @property
+    def acting(self) -> Principal:
+        """The principal of every call: ``principal``, else ``actor`` with write on ``namespace``."""
+        if self.principal is not None:
+            return self.principal
+        return Principal(self.actor, grants=(Grant(self.namespace or "", Role.WRITE),))
 
     def resolve(self, asked: str | None) -> str:
-        """The namespace of a call that asked for ``asked`` (None = the server's own).
+        """The namespace of a call that asked for ``asked`` (None = the server's own); the rights on it
+        are checked by the principal's view of the Memory.
 
         Raises:
-            InvalidInput: no namespace asked and none configured; a namespace outside the scope.
+            InvalidInput: no namespace asked and none configured; another namespace than the server's
+                when the server has no principal of its own.
         """
         if asked is None or asked == self.namespace:
             if self.namespace is None:
                 raise InvalidInput("namespace: this server has no default namespace; pass one")
             return self.namespace
         validate_namespace(asked)
-        if any(asked.startswith(prefix) for prefix in self.prefixes):
-            return asked
-        allowed = [repr(self.namespace)] if self.namespace else []
-        allowed += [f"{p!r}..." for p in self.prefixes]
-        raise InvalidInput(f"namespace: {asked!r} is outside this server's scope ({', '.join(allowed)})")
+        if self.principal is None:
+            raise InvalidInput(f"namespace: this server serves {self.namespace!r} only, not {asked!r}")
+        return asked
 
 
 def hit_dict(hit: Hit) -> dict[str, Any]:
@@ -135,6 +149,7 @@ def build_server(memory: Memory, scope: ServerScope, *, name: str = "retain") ->
         ),
     )
     limiter = anyio.CapacityLimiter(1)
+    view = memory.as_actor(scope.acting)
 
     async def run(call: Callable[[], _T]) -> _T:
         try:
@@ -142,8 +157,8 @@ def build_server(memory: Memory, scope: ServerScope, *, name: str = "retain") ->
         except RetainError as exc:  # a refusal the client can show; the server keeps running
             raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
-    _add_write_tools(server, memory, scope, run)
-    _add_read_tools(server, memory, scope, run)
+    _add_write_tools(server, view, scope, run)
+    _add_read_tools(server, view, scope, run)
     return server
 
 
@@ -158,7 +173,7 @@ def _namespace(scope: ServerScope, asked: str | None) -> str:
         raise ToolError(f"{type(exc).__name__}: {exc}") from exc
 
 
-def _add_write_tools(server: MCPServer, memory: Memory, scope: ServerScope, run: _Run) -> None:
+def _add_write_tools(server: MCPServer, memory: ActorMemory, scope: ServerScope, run: _Run) -> None:
     @server.tool()
     async def remember(
         text: Annotated[str, Field(description="What to remember, in plain language (one fact, turn or note).")],
@@ -173,9 +188,7 @@ def _add_write_tools(server: MCPServer, memory: Memory, scope: ServerScope, run:
         """Store one memory; returns its id. An exact duplicate returns the stored id; a correction
         ("actually, the budget is now 6000 EUR") supersedes what it corrects."""
         ns = _namespace(scope, namespace)
-        rid = await run(
-            lambda: memory.add(text, namespace=ns, type=type, metadata=metadata, ttl=ttl, actor=scope.actor)
-        )
+        rid = await run(lambda: memory.add(text, namespace=ns, type=type, metadata=metadata, ttl=ttl))
         return {"id": rid, "namespace": ns}
 
     @server.tool()
@@ -194,11 +207,11 @@ def _add_write_tools(server: MCPServer, memory: Memory, scope: ServerScope, run:
         ns = _namespace(scope, namespace)
         target = id if id is not None else query
         assert target is not None
-        report = await run(lambda: memory.forget(target, namespace=ns, actor=scope.actor, reason=reason, k=k))
+        report = await run(lambda: memory.forget(target, namespace=ns, reason=reason, k=k))
         return {"deleted": list(report.deleted), "refused": list(report.refused), "trusted": report.trusted}
 
 
-def _add_read_tools(server: MCPServer, memory: Memory, scope: ServerScope, run: _Run) -> None:
+def _add_read_tools(server: MCPServer, memory: ActorMemory, scope: ServerScope, run: _Run) -> None:
     @server.tool()
     async def recall(
         query: Annotated[str, Field(description="What to look for, in plain language")],
@@ -229,9 +242,7 @@ def _add_read_tools(server: MCPServer, memory: Memory, scope: ServerScope, run: 
         constraints first, then the newest records, then search hits. Returns the text and a
         provenance id (pass it to explain)."""
         ns = _namespace(scope, namespace)
-        packed = await run(
-            lambda: memory.context(query, namespace=ns, budget_tokens=budget_tokens, state=state, actor=scope.actor)
-        )
+        packed = await run(lambda: memory.context(query, namespace=ns, budget_tokens=budget_tokens, state=state))
         return {"text": packed.text, "provenance_id": packed.provenance_id, "used_tokens": packed.used_tokens}
 
     @server.tool()

@@ -103,6 +103,9 @@ class SearchBody(_Body):
     start: str | None = None
     end: str | None = None
     include_superseded: bool = False
+    where: dict[str, Any] | None = Field(
+        default=None, description='Metadata conditions: {"n": {"$gte": 3}}; $eq $ne $gt $gte $lt $lte $in.'
+    )
     threshold: float | None = None
     mmr_lambda: float | None = None
     state: dict[str, Any] | None = Field(default=None, description="The agent state: state-adaptive ranking.")

@@ -371,14 +371,22 @@ class SQLiteStore(Store):
             if op.order == "recent":
                 rows = rows[::-1]
             return [str(i) for i in index.ids[rows[: op.limit]]]
-        where, params = filter_sql(op.namespace, op.filter)
+        where, params = filter_sql(op.namespace, self._live(op.namespace, op.filter))
         sql = f"SELECT id FROM records WHERE {where} ORDER BY {order}"
         if op.limit is not None:
             sql += f" LIMIT {int(op.limit)}"
         return [r[0] for r in self._conn.execute(sql, params).fetchall()]
 
+    def _live(self, namespace: str, flt: RecordFilter) -> RecordFilter:
+        """``flt`` without ``live_at`` when no record of ``namespace`` expires (the namespace index
+        knows): the expiry test then costs no JSON parse per row."""
+        if flt.live_at is None:
+            return flt
+        index = self._index(namespace)
+        return flt if index is not None and index.expiring else replace(flt, live_at=None)
+
     def _count(self, op: store_ops.CountRecords) -> int:
-        where, params = filter_sql(op.namespace, op.filter)
+        where, params = filter_sql(op.namespace, self._live(op.namespace, op.filter))
         return int(self._conn.execute(f"SELECT COUNT(*) FROM records WHERE {where}", params).fetchone()[0])
 
     def _lexical(self, op: store_ops.LexicalSearch) -> list[store_ops.ScoredId]:
@@ -386,7 +394,7 @@ class SQLiteStore(Store):
         if not terms:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        where, params = filter_sql(op.namespace, op.filter, alias="r.")
+        where, params = filter_sql(op.namespace, self._live(op.namespace, op.filter), alias="r.")
         rows = self._conn.execute(
             "SELECT r.id, bm25(records_fts) AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
             f"WHERE records_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
