@@ -1,7 +1,8 @@
 """Store-level scale figures, SQLite beside Postgres, with a numpy exact scan of the same vectors as the
 reference measured in the same run.
 
-For each size: records with random unit vectors (384 dimensions, float32) and short synthetic texts
+For each size: records with clustered unit vectors (384 dimensions, float32; 256 topic centres, each
+vector a centre plus noise, as text embeddings cluster by topic) and short synthetic texts
 are written in batches of 500 through ``Store.put`` (so no encoder runs: ingest records/s is the
 store's own cost), then 100 dense searches (k=10) are timed (p50 / p95, milliseconds; query embedding
 excluded), and recall@10 of each backend's answer against the exact top-10 is reported. Postgres
@@ -30,6 +31,7 @@ from retain.store import SQLiteStore, Store
 from retain.store.postgres import PostgresStore
 
 DIM = 384
+CLUSTERS = 256
 WORDS = [
     "budget",
     "venue",
@@ -48,7 +50,9 @@ WORDS = [
 
 
 def _records(n: int, rng: np.random.Generator) -> tuple[list[MemoryRecord], np.ndarray]:
-    vecs = rng.standard_normal((n, DIM)).astype(np.float32)
+    # embeddings are clustered, not uniform: topics (centres) with each text near one of them
+    centres = rng.standard_normal((CLUSTERS, DIM)).astype(np.float32)
+    vecs = centres[rng.integers(0, CLUSTERS, n)] + 0.6 * rng.standard_normal((n, DIM)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     recs = [
         MemoryRecord(
@@ -119,7 +123,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for n in (int(s) for s in args.sizes.split(",")):
         recs, vecs = _records(n, rng)
-        queries = rng.standard_normal((args.queries, DIM)).astype(np.float32)
+        queries = vecs[rng.integers(0, n, args.queries)] + 0.3 * rng.standard_normal((args.queries, DIM)).astype(
+            np.float32
+        )
         queries /= np.linalg.norm(queries, axis=1, keepdims=True)
         reference = _numpy_p95(vecs, queries)
         for backend in args.backends.split(","):

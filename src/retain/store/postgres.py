@@ -57,6 +57,8 @@ ANN_MIN_RECORDS = 20_000
 _WRITE_LOCK = 0x7265746169
 """Key of the advisory lock every writing batch holds until it commits."""
 _SETUP_LOCK = 0x7265746170
+_EF_SEARCH = 100
+"""Candidates an HNSW search keeps (pgvector's ``hnsw.ef_search``; its default, 40, loses recall)."""
 _K1, _B = 1.2, 0.75
 
 _WRITE_OPS = (
@@ -459,7 +461,7 @@ class PostgresStore(Store):
         where, params = filter_sql(namespace, flt)
         if norm > 0 and held.get(dim) and row is not None and int(row[0]) >= ANN_MIN_RECORDS:
             cur.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            cur.execute(f"SET LOCAL hnsw.ef_search = {max(40, 2 * limit)}")
+            cur.execute(f"SET LOCAL hnsw.ef_search = {max(_EF_SEARCH, 4 * limit)}")
             distance = f"embedding::vector({dim}) <=> %s::vector({dim})"
             score = f"1 - ({distance})"
         else:  # exact: the namespace's rows through its index, never the whole table
