@@ -90,3 +90,9 @@ def test_a_bad_reason_is_refused_before_it_is_audited(mem: Memory, rid: str, rea
 def test_propagate_importance_with_bad_seeds_is_refused(mem: Memory, rid: str, seeds: Any) -> None:
     with pytest.raises(InvalidInput, match="seeds"):
         mem.propagate_importance("ns", seeds=seeds)
+
+
+@pytest.mark.parametrize("alpha", [object(), "0.5", None, 1.5], ids=repr)
+def test_propagate_importance_with_a_bad_alpha_is_refused(mem: Memory, rid: str, alpha: Any) -> None:
+    with pytest.raises(InvalidInput, match="alpha"):
+        mem.propagate_importance("ns", alpha=alpha)

@@ -198,6 +198,7 @@ def _audit(namespace: str, actor: str, batch: _Batch) -> list[AuditEntry]:
                 "tokens": r.token_count,
                 "tier": r.tier.value,
                 "importance": round(r.importance, 6),
+                "content_hash": r.content_hash,  # what `retain audit verify` checks the stored content against
             },
         )
         for r in batch.fresh
@@ -334,7 +335,9 @@ def _update_once(
         hot_guard = [guard]
     audit = [
         AuditEntry(namespace, "supersede", old.id, actor, reason, details={"superseded_by": new.id}),
-        AuditEntry(namespace, "update", new.id, actor, reason, details={"supersedes": old.id}),
+        AuditEntry(
+            namespace, "update", new.id, actor, reason, details={"supersedes": old.id, "content_hash": new.content_hash}
+        ),
         *evictions,
     ]
     link = Edge(namespace, new.id, old.id, EdgeType.SUPERSEDES, metadata={"on": "update"})
