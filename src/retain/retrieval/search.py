@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from retain.errors import InvalidInput
 from retain.ingest.draft import check_text
-from retain.record import MemoryType, Tier, parse_tier, parse_type, utc, utcnow, validate_namespace
+from retain.record import MemoryType, Tier, caller_time, parse_tier, parse_type, utc, utcnow, validate_namespace
 from retain.retrieval.fusion import PRESETS, Fusion, Hit, LinearFusion, SearchConfig, SearchMode, SearchOrder
 from retain.retrieval.graph import check_expand, expand_hits
 from retain.retrieval.pool import Pool, candidates, ranked_hits, sam_inputs, state_pool
@@ -154,12 +154,13 @@ def search(core: Core, query: str, *, namespace: str, request: SearchRequest = D
     ordered = by_time(r.order, query)
     if ordered and expand:
         raise InvalidInput("expand: graph expansion adds hits out of event order; not with order='time'")
-    utc(r.now, field_name="now")  # refused up front, not only when the query names a time range
+    zone = core.config.naive_timezone
+    now = caller_time(r.now, field_name="now", naive_zone=zone)  # refused up front, not only when needed
     if not query.strip():
         return []
-    flt = _filter(r.types, r.tiers, r.start, r.end, r.include_superseded)
+    flt = _filter(r.types, r.tiers, r.start, r.end, r.include_superseded, zone)
     run = _request(core, query, k, flt, cfg, AgentState.from_dict(r.state), ordered)
-    hits = _rank(core, namespace, run, allow_raw=allow_raw, time_aware=r.time_aware, now=r.now)
+    hits = _rank(core, namespace, run, allow_raw=allow_raw, time_aware=r.time_aware, now=now)
     if run.by_time:
         from retain.sequence.episodes import episodes_in_time
 
@@ -180,6 +181,7 @@ def _filter(
     start: datetime | str | None,
     end: datetime | str | None,
     include_superseded: bool,
+    zone: str = "UTC",
 ) -> RecordFilter:
     """The record filter of a search (``tiers`` default: the hot tiers). Raises InvalidInput for an
     unknown type or tier or a bad time."""
@@ -193,8 +195,8 @@ def _filter(
     return RecordFilter(
         types=None if types is None else tuple(parse_type(t) for t in types),
         tiers=HOT_TIERS if tiers is None else tuple(parse_tier(t) for t in tiers),
-        start=utc(start, field_name="start"),
-        end=utc(end, field_name="end"),
+        start=caller_time(start, field_name="start", naive_zone=zone),
+        end=caller_time(end, field_name="end", naive_zone=zone, day_end=True),
         include_superseded=include_superseded,
     )
 
