@@ -142,8 +142,8 @@ def search(core: Core, query: str, *, namespace: str, request: SearchRequest = D
     validate_namespace(namespace)
     check_query(query)
     check_text(query, "query")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInput("k: must be an int >= 1")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < 2**62:
+        raise InvalidInput("k: must be an int >= 1 (below 2**62)")
     if threshold is not None and (not isinstance(threshold, int | float) or threshold != threshold):
         raise InvalidInput(f"threshold: must be a number, got {threshold!r}")
     cfg = search_config(r.config, threshold, r.mmr_lambda)

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from retain.errors import InvalidInput
-from retain.record import MemoryRecord, caller_time, validate_namespace
+from retain.record import MemoryRecord, caller_time, validate_id, validate_namespace
 from retain.retrieval.search import SearchRequest, search
 from retain.sequence.order import event_order
 from retain.store import RecordFilter
@@ -77,6 +77,7 @@ def walk(core: Core, record: MemoryRecord | str, *, namespace: str, n: int, step
         record = record.id
     if not isinstance(record, str):
         raise InvalidInput(f"record: a MemoryRecord or an id, got {type(record).__name__}")
+    validate_id(record, "record")
     anchor = core.get(record, namespace=namespace)
     current = core.store.list_records(namespace, ALL_TIERS, order="created")
     if not anchor.is_current:  # a superseded version stands in for its current version

@@ -13,6 +13,8 @@ lists them: code outside this package imports them from there.
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -143,6 +145,9 @@ WRITE_ATTEMPTS = 5
 ``propagate_importance``, segment summaries) runs when its guarded write (:class:`RequireUnique`,
 :class:`RequireUnchanged`) finds that another writer changed what it read: each attempt reads again."""
 
+BACKOFF_SECONDS = 0.002
+"""The first retry of :func:`retry_on_conflict` waits up to this long (uniformly drawn); each next one doubles it."""
+
 _T = TypeVar("_T")
 
 
@@ -153,10 +158,13 @@ def retry_on_conflict(attempt_once: Callable[[], _T]) -> _T:
     Raises:
         WriteConflict: the last attempt's, when every attempt conflicted (nothing of it was written).
     """
-    for _ in range(WRITE_ATTEMPTS - 1):
+    for attempt in range(WRITE_ATTEMPTS - 1):
         try:
             return attempt_once()
         except WriteConflict:
+            # jittered exponential back-off (at most 2, 4, 8, 16 ms): writers that keep deciding on the
+            # same hot memory at once spread out instead of conflicting in lock step
+            time.sleep(random.uniform(0.0, BACKOFF_SECONDS * 2**attempt))
             continue
     return attempt_once()
 
