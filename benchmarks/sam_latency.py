@@ -18,8 +18,8 @@ search: encoding the state (``StateEncoder.missing`` / ``add_vectors`` / ``encod
 encoder the forward pass that carries new state texts with the query is not included), the scan for the
 records nearest to it (``retain.retrieval.pool.state_pool``), the scorer's inputs
 (``retain.retrieval.pool.sam_inputs``) and the scorer (``StateScorer.score``). What they leave out of
-the difference above is the content fusion's work on the records the state added to the pool, and
-the variance of the two searches compared.
+the difference above is the content fusion's work on the records the state added to the pool, and the
+variance of the two searches compared.
 
     python benchmarks/sam_latency.py [--records 10000] [--queries 300] [--state-every 10] [--one-memory]
         [--encoder hashing|minilm]
