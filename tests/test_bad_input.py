@@ -108,3 +108,9 @@ def test_context_with_huge_counts_is_refused(mem: Memory, rid: str) -> None:
 def test_before_with_a_lone_surrogate_is_refused(mem: Memory, rid: str) -> None:
     with pytest.raises(InvalidInput, match="record"):
         mem.before("\ud800", namespace="ns")
+
+
+def test_add_canary_with_a_lone_surrogate_is_refused(mem: Memory) -> None:
+    with pytest.raises(InvalidInput, match="content"):
+        mem.add_canary("\ud800", namespace="ns")
+    assert mem.records(namespace="ns") == []
