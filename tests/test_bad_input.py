@@ -90,3 +90,27 @@ def test_a_bad_reason_is_refused_before_it_is_audited(mem: Memory, rid: str, rea
 def test_propagate_importance_with_bad_seeds_is_refused(mem: Memory, rid: str, seeds: Any) -> None:
     with pytest.raises(InvalidInput, match="seeds"):
         mem.propagate_importance("ns", seeds=seeds)
+
+
+@pytest.mark.parametrize("alpha", [object(), "0.5", None, 1.5], ids=repr)
+def test_propagate_importance_with_a_bad_alpha_is_refused(mem: Memory, rid: str, alpha: Any) -> None:
+    with pytest.raises(InvalidInput, match="alpha"):
+        mem.propagate_importance("ns", alpha=alpha)
+
+
+def test_context_with_huge_counts_is_refused(mem: Memory, rid: str) -> None:
+    for option in ("k", "working", "budget_tokens"):
+        kwargs: dict[str, Any] = {"budget_tokens": 200, option: 2**70}
+        with pytest.raises(InvalidInput, match=option):
+            mem.context("flight", namespace="ns", **kwargs)
+
+
+def test_before_with_a_lone_surrogate_is_refused(mem: Memory, rid: str) -> None:
+    with pytest.raises(InvalidInput, match="record"):
+        mem.before("\ud800", namespace="ns")
+
+
+def test_add_canary_with_a_lone_surrogate_is_refused(mem: Memory) -> None:
+    with pytest.raises(InvalidInput, match="content"):
+        mem.add_canary("\ud800", namespace="ns")
+    assert mem.records(namespace="ns") == []

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from retain.errors import InvalidInput
 from retain.ingest.conflict import DEFAULT_POLICY, ConflictJudge, ConflictPolicy
+from retain.record import caller_time
 
 __all__ = [
     "DEFAULT_DB_PATH",
@@ -179,6 +180,9 @@ class MemoryConfig:
         graph: the memory graph's switches (:class:`GraphConfig`): edges on write, same-entity
             fan-out, expansion decay.
         retrieval: the search pool sizes, state parts and time boost weights (:class:`RetrievalConfig`).
+        naive_timezone: the IANA time zone a time without an offset is read in (``event_time``,
+            ``start``, ``end``, ``now``: "2026-03-14T09:30:00" is 09:30 there), and a plain date
+            ("2026-03-14") is a whole day in (:func:`retain.record.caller_time`); default "UTC".
 
     Raises:
         InvalidInput: ``trusted_actors`` is not a set of names, or a character limit is not an int
@@ -198,8 +202,12 @@ class MemoryConfig:
     resolve_times: bool = True
     graph: GraphConfig = DEFAULT_GRAPH_CONFIG
     retrieval: RetrievalConfig = field(default=DEFAULT_RETRIEVAL_CONFIG)
+    naive_timezone: str = "UTC"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.naive_timezone, str):
+            raise InvalidInput(f"naive_timezone: an IANA time zone name, got {type(self.naive_timezone).__name__}")
+        caller_time("2000-01-01", field_name="naive_timezone", naive_zone=self.naive_timezone)  # a known zone
         if isinstance(self.trusted_actors, str) or not all(isinstance(a, str) for a in self.trusted_actors):
             raise InvalidInput(f"trusted_actors: must be a set of actor names, got {self.trusted_actors!r}")
         object.__setattr__(self, "trusted_actors", frozenset(self.trusted_actors))

@@ -7,7 +7,8 @@ so callers can catch either::
     ├── InvalidInput (ValueError)          bad argument at the public boundary; nothing was written
     │   ├── TextTooLong (ValueError)       text over the configured limit when splitting is off
     │   ├── WriteConflict (ValueError)     a guarded batch found a record changed since it was read; nothing written
-    │   │   └── DuplicateContent           a batch guarded by RequireUnique met a current copy; nothing written
+    │   │   ├── DuplicateContent           a batch guarded by RequireUnique met a current copy; nothing written
+    │   │   └── HotSetChanged              a budget decision met a hot memory changed since; nothing written
     │   └── PayloadTooLarge (ValueError)   a request body over the service's size limit; not read, nothing written
     ├── RecordNotFound (KeyError)          no record with that id in that namespace
     ├── EncoderMismatch (ValueError)       store was built with another encoder (name or dimension)
@@ -59,6 +60,12 @@ class DuplicateContent(WriteConflict):
     def __init__(self, message: str, existing_id: str | None = None) -> None:
         super().__init__(message)
         self.existing_id = existing_id
+
+
+class HotSetChanged(WriteConflict):
+    """A batch guarded by :class:`~retain.store.RequireHot` found that the namespace's hot memory is
+    no longer the one a retention decision was made on (another writer added, evicted or restored
+    meanwhile). The whole batch rolled back: nothing was written; deciding again is safe."""
 
 
 class RecordNotFound(RetainError, KeyError):

@@ -395,11 +395,12 @@ class Memory(AccessMixin, AuditMixin, ExpiryMixin, MessagesMixin):
         limit: int | None = None,
     ) -> list[MemoryRecord]:
         """Current records of ``namespace`` (every tier) in event order; with ``query``, up to
-        ``limit`` episodes of that topic; ``start`` / ``end`` keep event times in [start, end) (UTC).
+        ``limit`` episodes of that topic; ``start`` / ``end`` keep event times in [start, end) (naive times
+        in ``config.naive_timezone``; a plain date is a whole day: ``end`` includes it).
         See :func:`retain.sequence.timeline.timeline`.
 
         Raises:
-            InvalidInput: bad namespace, limit < 1, naive or unparseable times, start >= end.
+            InvalidInput: bad namespace, limit < 1, unparseable times, start >= end.
         """
         return timeline.timeline(self._core, namespace, query=query, start=start, end=end, limit=limit)
 

@@ -11,12 +11,14 @@ import enum
 import hashlib
 import math
 import os
+import re
 import time
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +33,7 @@ __all__ = [
     "MemoryRecord",
     "MemoryType",
     "Tier",
+    "caller_time",
     "content_hash",
     "new_id",
     "normalise_identifier",
@@ -162,6 +165,58 @@ def utc(value: datetime | str | None, *, field_name: str = "time") -> datetime |
             f"{field_name}: {value.isoformat()} is outside {MIN_TIME.isoformat()} .. {MAX_TIME.isoformat()} (UTC)"
         )
     return converted
+
+
+_PLAIN_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def caller_time(
+    value: datetime | date | str | None, *, field_name: str, naive_zone: str = "UTC", day_end: bool = False
+) -> datetime | None:
+    """A time a caller gave, as aware UTC, under the naive-time policy (``MemoryConfig.naive_timezone``).
+
+    * an aware datetime or an ISO 8601 string with an offset ("Z" included): converted to UTC;
+    * a naive datetime or an ISO string without an offset ("2026-03-14T09:30:00", as pasted from a
+      log): read as wall-clock time in ``naive_zone`` (an IANA name; a time that falls in a DST gap or
+      overlap is read with ``fold=0``, the earlier offset);
+    * a plain date (``datetime.date`` or "2026-03-14"): the whole day in ``naive_zone``: its
+      midnight, or with ``day_end`` the next midnight (so ``end="2026-03-14"`` includes that day).
+
+    Raises:
+        InvalidInput: not a datetime, date or ISO string; unparseable; an unknown zone; outside
+            :data:`MIN_TIME` .. :data:`MAX_TIME`.
+    """
+    if value is None:
+        return None
+    zone = _zone(naive_zone)
+    if isinstance(value, str):
+        text = value.strip()
+        if _PLAIN_DATE.match(text):
+            try:
+                value = date.fromisoformat(text)
+            except ValueError as exc:
+                raise InvalidInput(f"{field_name}: not a date: {value!r}") from exc
+        else:
+            try:
+                value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            except ValueError as exc:
+                raise InvalidInput(f"{field_name}: not an ISO 8601 time: {value!r}") from exc
+    if isinstance(value, date) and not isinstance(value, datetime):
+        try:
+            start = datetime.combine(value, datetime.min.time())
+            value = start + timedelta(days=1) if day_end else start
+        except OverflowError as exc:
+            raise InvalidInput(f"{field_name}: {value.isoformat()} is outside the calendar") from exc
+    if isinstance(value, datetime) and (value.tzinfo is None or value.utcoffset() is None):
+        value = value.replace(tzinfo=zone)
+    return utc(value, field_name=field_name)
+
+
+def _zone(name: str) -> tzinfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError) as exc:
+        raise InvalidInput(f"naive_timezone: unknown time zone {name!r}") from exc
 
 
 def new_id(now_ms: int | None = None) -> str:

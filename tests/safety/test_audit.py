@@ -640,5 +640,5 @@ def test_verify_fails_when_the_append_only_triggers_are_dropped(db: Path) -> Non
     report = verify_file(db)
     assert not report.ok and report.entries == 12
     assert report.problems == [
-        "append-only trigger(s) audit_no_delete, audit_no_update missing: the log can be edited in place"
+        "append-only trigger(s) audit_no_delete, audit_no_update missing or altered: the log can be edited in place"
     ]

@@ -100,7 +100,7 @@ def test_timeline_empty_namespace_and_bad_arguments(memory: Memory):
     with pytest.raises(InvalidInput, match="start"):
         memory.timeline(NS, start=D2, end=D1)
     with pytest.raises(InvalidInput, match="start"):
-        memory.timeline(NS, start=datetime(2023, 1, 1))  # naive
+        memory.timeline(NS, start="the first of May")  # not ISO 8601 (a naive time is read in config.naive_timezone)
 
 
 def test_before_after_walk_the_chain(memory: Memory):
@@ -178,4 +178,4 @@ def test_time_features_and_search_boost(memory: Memory):
     rrf = memory.search("what did the cat do in May 2023", namespace=NS, k=3, now=D2, config="rrf")
     assert all("time" not in h.scores for h in rrf)  # the weight is set on learned-fusion probabilities
     with pytest.raises(InvalidInput, match="now"):
-        memory.search("cat", namespace=NS, now=datetime(2023, 1, 1))
+        memory.search("cat", namespace=NS, now="early May")  # not ISO 8601 (naive times: config.naive_timezone)

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput, TextTooLong
-from retain.record import MemoryRecord, MemoryType, Tier, new_id, parse_type, utc, validate_actor
+from retain.record import MemoryRecord, MemoryType, Tier, caller_time, new_id, parse_type, validate_actor
 from retain.retention.budget import is_mandatory
 from retain.retention.expiry import check_expiry_metadata
 from retain.safety.canary import is_canary
@@ -224,7 +224,7 @@ def draft(item: NewMemory, namespace: str, config: MemoryConfig) -> list[MemoryR
         if phase:
             item = replace(item, metadata={**item.metadata, PHASE_KEY: phase})
     pieces = split_text(content, config.max_record_chars)
-    event_time = utc(item.event_time, field_name="event_time")
+    event_time = caller_time(item.event_time, field_name="event_time", naive_zone=config.naive_timezone)
     group = new_id()
     records = []
     for part, piece in enumerate(pieces):
@@ -282,6 +282,10 @@ def draft_update(old: MemoryRecord, content: str, changes: Mapping[str, Any], co
     if len(content) > config.max_record_chars:
         raise TextTooLong(f"content: {len(content):,} characters, limit for an update is {config.max_record_chars:,}")
     changes = {key: value for key, value in changes.items() if value is not None}  # None = not given, as in add
+    if "event_time" in changes:
+        changes["event_time"] = caller_time(
+            changes["event_time"], field_name="event_time", naive_zone=config.naive_timezone
+        )
     if "metadata" in changes:
         changes["metadata"] = check_metadata(changes["metadata"])
     if "role" in changes and (not isinstance(changes["role"], str) or not changes["role"].strip()):

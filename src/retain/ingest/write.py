@@ -12,11 +12,13 @@ each record read under a write guard so a concurrent writer's change is never ov
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from retain.errors import InvalidInput
+from retain.errors import HotSetChanged, InvalidInput
 from retain.ingest.draft import (
     NewMemory,
     check_actor_name,
@@ -143,8 +145,7 @@ def write_drafts(
     derived = {rid: d for rid, d in zip(ids, used, strict=True) if d}
     batch.edges = edges_on_add(core.store, namespace, batch.fresh, derived=derived, config=core.config.graph)
     if batch.fresh or batch.restored or batch.merges:
-        _score_and_budget(core, namespace, actor, batch, explicit)
-        _store(core, namespace, actor, batch, guards, held)
+        _budget_and_store(core, namespace, actor, batch, explicit, guards, held)
     elif batch.edges:  # every item was already held: only its derived_from edges are new
         core.store.put([], edges=batch.edges, require=held)
     return ids
@@ -160,6 +161,36 @@ def _relate(core: Core, namespace: str, actor: str, batch: _Batch, ids: list[str
         batch.fresh, batch.retired, batch.superseding = supersede(
             core.store, namespace, batch.fresh, actor, core.config, typed=typed
         )
+
+
+HOT_ATTEMPTS = 25
+"""Most times :func:`write_drafts` retakes only its budget decision (a fresh read of the hot memory,
+no re-embedding) when the write finds the hot memory changed by another writer
+(:class:`~retain.errors.HotSetChanged`); a conflict on anything else starts the whole attempt over."""
+
+
+def _budget_and_store(
+    core: Core,
+    namespace: str,
+    actor: str,
+    batch: _Batch,
+    explicit: set[str],
+    guards: Mapping[str, RequireUnique],
+    held: Sequence[RequireUnchanged],
+) -> None:
+    """Decide the budget and write ``batch``; when only the hot memory changed meanwhile, decide
+    again on the committed one (jittered back-off) up to :data:`HOT_ATTEMPTS` times."""
+    fresh, restored = batch.fresh, batch.restored
+    for attempt in range(HOT_ATTEMPTS):
+        batch.fresh, batch.restored = fresh, restored
+        _score_and_budget(core, namespace, actor, batch, explicit)
+        try:
+            _store(core, namespace, actor, batch, guards, held)
+            return
+        except HotSetChanged:
+            if attempt == HOT_ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0.0, 0.001 * min(2**attempt, 32)))
 
 
 def _score_and_budget(core: Core, namespace: str, actor: str, batch: _Batch, explicit: set[str]) -> None:
@@ -201,6 +232,7 @@ def _audit(namespace: str, actor: str, batch: _Batch) -> list[AuditEntry]:
                 "tokens": r.token_count,
                 "tier": r.tier.value,
                 "importance": round(r.importance, 6),
+                "content_hash": r.content_hash,  # what `retain audit verify` checks the stored content against
             },
         )
         for r in batch.fresh
@@ -337,7 +369,9 @@ def _update_once(
         hot_guard = [guard]
     audit = [
         AuditEntry(namespace, "supersede", old.id, actor, reason, details={"superseded_by": new.id}),
-        AuditEntry(namespace, "update", new.id, actor, reason, details={"supersedes": old.id}),
+        AuditEntry(
+            namespace, "update", new.id, actor, reason, details={"supersedes": old.id, "content_hash": new.content_hash}
+        ),
         *evictions,
     ]
     link = Edge(namespace, new.id, old.id, EdgeType.SUPERSEDES, metadata={"on": "update"})

@@ -389,8 +389,8 @@ def personalized_pagerank(
         InvalidInput: bad alpha, shapes, negative or all-zero personalization.
         RuntimeError: no convergence within ``max_iter`` iterations.
     """
-    if not 0.0 < alpha < 1.0:
-        raise InvalidInput(f"alpha: must be in (0, 1), got {alpha!r}")
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 < alpha < 1.0:
+        raise InvalidInput(f"alpha: must be a number in (0, 1), got {alpha!r}")
     p = np.asarray(personalization, dtype=np.float64)
     if p.shape != (n,) or not np.all(np.isfinite(p)) or np.any(p < 0) or p.sum() <= 0:
         raise InvalidInput("personalization: (n,) finite weights >= 0 with a positive sum")
@@ -493,6 +493,8 @@ def propagate_importance(
         WriteConflict: other writers changed the records on every attempt; nothing written.
     """
     validate_namespace(namespace)
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0.0 < alpha < 1.0:
+        raise InvalidInput(f"alpha: must be a number in (0, 1), got {alpha!r}")
     if isinstance(mix, bool) or not isinstance(mix, int | float) or not 0.0 <= mix <= 1.0:
         raise InvalidInput(f"mix: must be in [0, 1], got {mix!r}")
 

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from retain.errors import InvalidInput
 from retain.ingest.draft import check_text
-from retain.record import MemoryType, Tier, parse_tier, parse_type, utc, utcnow, validate_namespace
+from retain.record import MemoryType, Tier, caller_time, parse_tier, parse_type, utc, utcnow, validate_namespace
 from retain.retrieval.fusion import PRESETS, Fusion, Hit, LinearFusion, SearchConfig, SearchMode, SearchOrder
 from retain.retrieval.graph import check_expand, expand_hits
 from retain.retrieval.pool import Pool, candidates, ranked_hits, sam_inputs, state_pool
@@ -147,8 +147,8 @@ def search(core: Core, query: str, *, namespace: str, request: SearchRequest = D
     validate_namespace(namespace)
     check_query(query)
     check_text(query, "query")
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInput("k: must be an int >= 1")
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < 2**62:
+        raise InvalidInput("k: must be an int >= 1 (below 2**62)")
     if threshold is not None and (not isinstance(threshold, int | float) or threshold != threshold):
         raise InvalidInput(f"threshold: must be a number, got {threshold!r}")
     cfg = search_config(r.config, threshold, r.mmr_lambda)
@@ -159,12 +159,13 @@ def search(core: Core, query: str, *, namespace: str, request: SearchRequest = D
     ordered = by_time(r.order, query)
     if ordered and expand:
         raise InvalidInput("expand: graph expansion adds hits out of event order; not with order='time'")
-    utc(r.now, field_name="now")  # refused up front, not only when the query names a time range
+    zone = core.config.naive_timezone
+    now = caller_time(r.now, field_name="now", naive_zone=zone)  # refused up front, not only when needed
     if not query.strip():
         return []
-    flt = replace(_filter(r.types, r.tiers, r.start, r.end, r.include_superseded), where=parse_where(r.where))
+    flt = replace(_filter(r.types, r.tiers, r.start, r.end, r.include_superseded, zone), where=parse_where(r.where))
     run = _request(core, query, k, flt, cfg, AgentState.from_dict(r.state), ordered)
-    hits = _rank(core, namespace, run, allow_raw=allow_raw, time_aware=r.time_aware, now=r.now)
+    hits = _rank(core, namespace, run, allow_raw=allow_raw, time_aware=r.time_aware, now=now)
     if run.by_time:
         from retain.sequence.episodes import episodes_in_time
 
@@ -185,6 +186,7 @@ def _filter(
     start: datetime | str | None,
     end: datetime | str | None,
     include_superseded: bool,
+    zone: str = "UTC",
 ) -> RecordFilter:
     """The record filter of a search (``tiers`` default: the hot tiers). Raises InvalidInput for an
     unknown type or tier or a bad time."""
@@ -198,8 +200,8 @@ def _filter(
     return RecordFilter(
         types=None if types is None else tuple(parse_type(t) for t in types),
         tiers=HOT_TIERS if tiers is None else tuple(parse_tier(t) for t in tiers),
-        start=utc(start, field_name="start"),
-        end=utc(end, field_name="end"),
+        start=caller_time(start, field_name="start", naive_zone=zone),
+        end=caller_time(end, field_name="end", naive_zone=zone, day_end=True),
         include_superseded=include_superseded,
         live_at=utcnow(),  # expired records are never current hits, swept or not
     )

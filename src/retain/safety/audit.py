@@ -100,6 +100,7 @@ class VerifyReport:
             (changed)"``; at most :data:`MAX_PROBLEMS` plus one summary line.
         head_seq, head_hash: seq and stored hash of the last entry (None for an empty log): record
             them outside the store and pass them back as a checkpoint to detect later rewrites.
+        records: records cross-checked against the log (:func:`verify_store` only; 0 otherwise).
     """
 
     ok: bool
@@ -108,6 +109,7 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
     head_seq: int | None = None
     head_hash: str | None = None
+    records: int = 0
 
 
 def verify_chain(
@@ -326,15 +328,29 @@ def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) 
         except Exception as exc:  # the backend cannot read the table itself: a finding, not a crash
             return _unreadable(f"audit table unreadable: {exc}")
         report = verify_chain(raw.entries, last_seq=raw.last_seq, checkpoints=checkpoints)
+        report = _with_records(report, store, raw.entries)
         if raw.missing_guards:  # the chain may still verify, but nothing stops the next in-place edit
-            note = f"append-only trigger(s) {', '.join(raw.missing_guards)} missing: the log can be edited in place"
+            note = (
+                f"append-only trigger(s) {', '.join(raw.missing_guards)} missing or altered: "
+                "the log can be edited in place"
+            )
             report = replace(report, ok=False, problems=[*report.problems, note])
         return report
     try:
         entries = store.audit_log()
     except Exception as exc:  # any backend failure is a finding, not a crash
         return _unreadable(f"audit log unreadable ({type(exc).__name__}: {exc})")
-    return verify_chain(entries, checkpoints=checkpoints)
+    return _with_records(verify_chain(entries, checkpoints=checkpoints), store, entries)
+
+
+def _with_records(report: VerifyReport, store: Store, entries: Sequence[Mapping[str, Any]]) -> VerifyReport:
+    """``report`` with the records cross-checked against the log (:mod:`retain.safety.crosscheck`)."""
+    from retain.safety.crosscheck import crosscheck
+
+    checked = crosscheck(store, entries)
+    if not checked.problems:
+        return replace(report, records=checked.records)
+    return replace(report, ok=False, problems=[*report.problems, *checked.problems], records=checked.records)
 
 
 def _unreadable(message: str) -> VerifyReport:

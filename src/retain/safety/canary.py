@@ -118,6 +118,10 @@ def canary_item(
     validate_namespace(namespace)
     if not isinstance(content, str) or not content.strip():
         raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
+    try:
+        content.encode("utf-8")
+    except UnicodeEncodeError as exc:  # refused before it is hashed, as add refuses it
+        raise InvalidInput(f"content: not valid Unicode text (lone surrogate at index {exc.start})") from exc
     limit = config.max_record_chars
     if len(content) > limit:
         raise TextTooLong(f"content: {len(content):,} characters, a canary is one record of at most {limit:,}")

@@ -274,11 +274,11 @@ def pack(
 
 
 def _check_numbers(budget_tokens: object, k: object, working: object, threshold: object) -> None:
-    if isinstance(working, bool) or not isinstance(working, int) or working < 0:
-        raise InvalidInput(f"working: must be an int >= 0, got {working!r}")
+    if isinstance(working, bool) or not isinstance(working, int) or not 0 <= working < 2**62:
+        raise InvalidInput(f"working: must be an int in [0, 2**62), got {working!r}")
     for name, value in (("budget_tokens", budget_tokens), ("k", k)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidInput(f"{name}: must be an int >= 1, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**62:
+            raise InvalidInput(f"{name}: must be an int in [1, 2**62), got {value!r}")
     if threshold is not None and (
         isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold)
     ):

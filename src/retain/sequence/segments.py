@@ -344,7 +344,12 @@ def _summarize_once(
         record.id,
         actor,
         f"summary of segment {segment!r} ({len(turns)} records)",
-        details={"turns": len(turns), "method": record.metadata["method"], "supersedes": old.id if old else None},
+        details={
+            "turns": len(turns),
+            "method": record.metadata["method"],
+            "supersedes": old.id if old else None,
+            "content_hash": record.content_hash,
+        },
     )
     # the summary is made from these turns and supersedes this old summary: a turn deleted or superseded
     # by another writer since must not live on in it, an old summary deleted or superseded since must not

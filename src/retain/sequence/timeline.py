@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from retain.errors import InvalidInput
-from retain.record import MemoryRecord, utc, validate_namespace
+from retain.record import MemoryRecord, caller_time, validate_id, validate_namespace
 from retain.retrieval.search import SearchRequest, search
 from retain.sequence.order import event_order
 from retain.store import RecordFilter
@@ -45,12 +45,14 @@ def timeline(
     caps the number of records. An empty namespace gives [].
 
     Raises:
-        InvalidInput: bad namespace, limit < 1, naive or unparseable times, start >= end.
+        InvalidInput: bad namespace, limit < 1, unparseable times, start >= end.
     """
     validate_namespace(namespace)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise InvalidInput(f"limit: must be an int >= 1 or None, got {limit!r}")
-    low, high = utc(start, field_name="start"), utc(end, field_name="end")
+    zone = core.config.naive_timezone
+    low = caller_time(start, field_name="start", naive_zone=zone)
+    high = caller_time(end, field_name="end", naive_zone=zone, day_end=True)
     if low is not None and high is not None and low >= high:
         raise InvalidInput(f"start: {low.isoformat()} is not before end {high.isoformat()}")
     if query is not None:
@@ -75,6 +77,7 @@ def walk(core: Core, record: MemoryRecord | str, *, namespace: str, n: int, step
         record = record.id
     if not isinstance(record, str):
         raise InvalidInput(f"record: a MemoryRecord or an id, got {type(record).__name__}")
+    validate_id(record, "record")
     anchor = core.get(record, namespace=namespace)
     current = core.store.list_records(namespace, ALL_TIERS, order="created")
     if not anchor.is_current:  # a superseded version stands in for its current version

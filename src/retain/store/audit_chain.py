@@ -75,7 +75,9 @@ class RawAudit(NamedTuple):
         last_seq: the backend's sequence counter (the highest seq it ever assigned, kept outside the
             rows), or None before the first entry.
         missing_guards: names of the backend's append-only guards (for SQLite, the triggers that refuse
-            UPDATE and DELETE on the audit table) that are missing, sorted; empty when all are in place.
+            UPDATE and DELETE on the audit table) that are missing or whose SQL is not the SQL retain
+            created them with, and any other trigger on the audit table ("<name> (unexpected
+            trigger)"), sorted; empty when all are in place.
     """
 
     entries: list[dict[str, Any]]

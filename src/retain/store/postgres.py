@@ -32,7 +32,15 @@ import numpy as np
 import retain.store.ops as store_ops
 import retain.store.postgres_audit as audit
 import retain.store.postgres_browse as browse
-from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, StoreUnavailable, WriteConflict
+from retain.errors import (
+    DuplicateContent,
+    HotSetChanged,
+    InvalidInput,
+    RecordNotFound,
+    SchemaError,
+    StoreUnavailable,
+    WriteConflict,
+)
 from retain.record import MemoryRecord, search_text
 from retain.store.base import Store
 from retain.store.postgres_sql import (
@@ -373,7 +381,7 @@ class PostgresStore(Store):
         ).fetchall()
         held = frozenset(r[0] for r in rows)
         if held != op.ids:
-            raise WriteConflict(
+            raise HotSetChanged(
                 f"the hot memory of namespace {op.namespace!r} changed meanwhile "
                 f"({len(held - op.ids)} records in, {len(op.ids - held)} out); the retention decision is retaken"
             )

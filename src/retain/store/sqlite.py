@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 import retain.store.ops as store_ops
-from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, WriteConflict
+from retain.errors import DuplicateContent, HotSetChanged, InvalidInput, RecordNotFound, SchemaError, WriteConflict
 from retain.record import MemoryRecord, Tier, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
@@ -341,7 +341,7 @@ class SQLiteStore(Store):
         ).fetchall()
         held = frozenset(r[0] for r in rows)
         if held != op.ids:
-            raise WriteConflict(
+            raise HotSetChanged(
                 f"the hot memory of namespace {op.namespace!r} changed meanwhile "
                 f"({len(held - op.ids)} records in, {len(op.ids - held)} out); the retention decision is retaken"
             )

@@ -15,7 +15,7 @@ from retain.record import utcnow
 from retain.store.audit_chain import GENESIS_HASH, AuditEntry, RawAudit, audit_hash
 from retain.store.ops import AppendAudit, GetProvenance, PutProvenance, ReadAudit, ReadAuditRaw
 from retain.store.sqlite_rows import from_us, to_us
-from retain.store.sqlite_schema import APPEND_ONLY_TRIGGERS
+from retain.store.sqlite_schema import APPEND_ONLY_TRIGGER_SQL, APPEND_ONLY_TRIGGERS, trigger_sql_key
 
 __all__ = ["AUDIT_KEYS", "append_audit", "get_provenance", "put_provenance", "read_audit", "read_audit_raw"]
 
@@ -87,8 +87,12 @@ def read_audit_raw(conn: sqlite3.Connection, op: ReadAuditRaw) -> RawAudit:
     sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit ORDER BY seq"
     rows = [dict(zip(AUDIT_KEYS, row, strict=True)) for row in conn.execute(sql)]
     counter = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'audit'").fetchone()
-    triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")
-    missing = APPEND_ONLY_TRIGGERS - frozenset(name for (name,) in triggers)
+    triggers = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")
+    present = {name: trigger_sql_key(sql or "") for name, sql in triggers}
+    # a guard counts only with the body migration 1 gave it: a same-named no-op (WHEN 0, an empty
+    # body) or a trigger on another event guards nothing
+    missing = [name for name in APPEND_ONLY_TRIGGERS if present.get(name) != APPEND_ONLY_TRIGGER_SQL[name]]
+    missing += [f"{name} (unexpected trigger)" for name in present if name not in APPEND_ONLY_TRIGGERS]
     return RawAudit(rows, None if counter is None else int(counter[0]), tuple(sorted(missing)))
 
 

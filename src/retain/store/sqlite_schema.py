@@ -9,7 +9,16 @@ from pathlib import Path
 from retain.errors import InvalidInput
 from retain.store.sqlite_edges import EDGES_MIGRATION
 
-__all__ = ["APPEND_ONLY_TRIGGERS", "BROWSE_MIGRATION", "MIGRATIONS", "SCHEMA_VERSION", "check_folder", "split_sql"]
+__all__ = [
+    "APPEND_ONLY_TRIGGERS",
+    "APPEND_ONLY_TRIGGER_SQL",
+    "BROWSE_MIGRATION",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "check_folder",
+    "split_sql",
+    "trigger_sql_key",
+]
 
 BROWSE_MIGRATION = """
     CREATE INDEX records_ns ON records (namespace);
@@ -105,6 +114,22 @@ def split_sql(script: str) -> list[str]:
     if "\n".join(buf).strip():
         statements.append("\n".join(buf).strip())
     return statements
+
+
+def trigger_sql_key(sql: str) -> str:
+    """A trigger's SQL with whitespace collapsed and the final semicolon dropped, for comparison."""
+    return " ".join(sql.split()).rstrip(";").rstrip()
+
+
+APPEND_ONLY_TRIGGER_SQL: dict[str, str] = {
+    name: trigger_sql_key(statement)
+    for statement in split_sql(MIGRATIONS[0])
+    if statement.lstrip().upper().startswith("CREATE TRIGGER")
+    for name in [statement.split()[2]]
+}
+"""The SQL of each append-only trigger as migration 1 creates it, whitespace collapsed: what
+:func:`retain.store.sqlite_audit.read_audit_raw` compares the triggers in the file with (a trigger
+of the same name with another body, ``WHEN 0`` say, does not guard anything)."""
 
 
 def check_folder(path: Path, *, create: bool) -> None:
