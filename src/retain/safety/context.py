@@ -14,8 +14,9 @@
    (:func:`~retain.safety.packing.is_chatter`) take no slot (reason ``chatter``);
 3. then search hits of the hot tier (:meth:`Memory.search` with the state, so state-adaptive; ``k``
    current candidates) best first, the long-term tier;
-4. with ``archive`` on, search hits of the archive tier (evicted records), best first, in what the
-   hot tier left of the budget (``why="archive"``).
+4. with ``archive`` on (the default, :data:`ARCHIVE_DEFAULT`), when the hot tier left part of the
+   budget unused and the namespace has archived (evicted) records, search hits of the archive tier
+   best first in what is left (``why="archive"``): the archive answers what the hot tier could not.
 
 Steps 2 to 4 are greedy: an item that does not fit in what is left is skipped (``budget``) and the
 next one is tried. :class:`~retain.errors.BudgetInfeasible` is raised only when candidates exist and
@@ -231,11 +232,7 @@ def pack(
     state_doc = _check_state(state)
     mandatory, working_set = _tiers(core.store, namespace, state_doc, working)
     candidates = _candidates(core, query, namespace, state_doc, k, HOT_TIERS)
-    look_archive = ARCHIVE_DEFAULT if archive is None else archive
-    archived = _candidates(core, query, namespace, state_doc, k, (Tier.ARCHIVE,)) if look_archive else []
-    records = [*mandatory, *working_set, *(h.record for h in [*candidates, *archived])]
-    counts = core.encoder.count_tokens([render_line(r) for r in records]) if records else []
-    tokens = dict(zip((r.id for r in records), counts, strict=True))
+    tokens = _token_counts(core, [*mandatory, *working_set, *(h.record for h in candidates)])
     filled = Filling(budget_tokens, threshold, tokens)
     fit_constraints(
         filled,
@@ -248,7 +245,11 @@ def pack(
     )
     filled.add_section(working_set, "working", skip_chatter=True)
     filled.add_hits(candidates)
-    filled.add_hits(archived, frozenset(h.record.id for h in archived))
+    look = ARCHIVE_DEFAULT if archive is None else archive
+    if look and filled.used < budget_tokens and core.store.count(namespace, RecordFilter(tiers=(Tier.ARCHIVE,))):
+        archived = _candidates(core, query, namespace, state_doc, k, (Tier.ARCHIVE,))  # the hot tier left room
+        tokens.update(_token_counts(core, [h.record for h in archived if h.record.id not in tokens]))
+        filled.add_hits(archived, frozenset(h.record.id for h in archived))
     if not filled.items and any(x.reason in ("budget", "compressed") for x in filled.left):
         smallest = min(x.tokens for x in filled.left if x.tokens is not None)
         raise BudgetInfeasible(
@@ -271,6 +272,12 @@ def pack(
     )
     _store(core.store, provenance, actor)
     return Context(text="\n".join(filled.lines), provenance=provenance)
+
+
+def _token_counts(core: Core, records: Sequence[MemoryRecord]) -> dict[str, int]:
+    """Record id -> tokens of its rendered line."""
+    counts = core.encoder.count_tokens([render_line(r) for r in records]) if records else []
+    return dict(zip((r.id for r in records), counts, strict=True))
 
 
 def _check_numbers(budget_tokens: object, k: object, working: object, threshold: object) -> None:
@@ -300,16 +307,21 @@ def _tiers(
     ]
     phase = AgentState.from_dict(state).phase if state else None
     depth = max(PHASE_LOOKBACK if phase else 0, CHATTER_LOOKBACK * working)  # one read serves both parts
-    newest = [r for r in store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=depth, order="recent")]
-    newest = [r for r in newest if not is_canary(r)]
+    listed = store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=depth, order="recent")
+    newest = [r for r in listed if not is_canary(r)]
     recent: list[MemoryRecord] = []
+    content = 0  # records of ``recent`` that are not chatter
     for rec in newest:
-        if sum(not is_chatter(r) for r in recent) == working:
+        if content == working:
             break
         recent.append(rec)
-    in_phase = (
-        [r for r in newest if r.metadata.get(PHASE_KEY) == phase and not is_chatter(r)][:working] if phase else []
-    )
+        content += not is_chatter(rec)
+    in_phase: list[MemoryRecord] = []
+    for rec in newest if phase else []:
+        if len(in_phase) == working:
+            break
+        if rec.metadata.get(PHASE_KEY) == phase and not is_chatter(rec):
+            in_phase.append(rec)
     working_set = list({r.id: r for r in [*in_phase, *recent]}.values()) if working else []
     return mandatory, [redact_record(r).record for r in working_set]
 
