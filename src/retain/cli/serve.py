@@ -104,8 +104,21 @@ def serve_command(
             fail_plain(str(exc))
     store = _keys(db, keys)
     typer.echo(f"retain serve: store {memory.store.location}, keys {store.path}", err=True)
+    mounts = {}
+    if all(importlib.util.find_spec(name) is not None for name in ("jinja2", "multipart")):  # the ui extra
+        from retain.ui.service import mounted
+
+        mounts["/ui"] = mounted(memory)
     try:
-        serve(AsyncMemory(memory), store, host=host, port=port, max_body_bytes=max_body, ready_file=ready_file)
+        serve(
+            AsyncMemory(memory),
+            store,
+            host=host,
+            port=port,
+            max_body_bytes=max_body,
+            ready_file=ready_file,
+            mounts=mounts,
+        )
     finally:
         memory.close()
 

@@ -92,15 +92,17 @@ def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     log_level: str = "warning",
     ready_file: Path | None = None,
+    mounts: Mapping[str, Any] | None = None,
 ) -> None:
     """Run the app under uvicorn until interrupted (SIGINT / SIGTERM), then return.
 
     ``port`` 0 picks a free port; with ``ready_file``, the bound ``host:port`` is written there once
-    the server accepts connections (how tests and benchmarks find an ephemeral port).
+    the server accepts connections (how tests and benchmarks find an ephemeral port); ``mounts``
+    as in :func:`create_app` (``retain serve`` mounts the dashboard at ``/ui``).
     """
     import uvicorn
 
-    app = create_app(memory, keys, max_body_bytes=max_body_bytes)
+    app = create_app(memory, keys, max_body_bytes=max_body_bytes, mounts=mounts)
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="off")
     server = uvicorn.Server(config)
 
