@@ -19,6 +19,7 @@ from retain.errors import (
     RecordNotFound,
     RetainError,
     SchemaError,
+    StoreUnavailable,
     TextTooLong,
     Unauthorized,
     WriteConflict,
@@ -42,6 +43,7 @@ from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder, StatePerceiver
 from retain.state.scorer import StateScorer
 from retain.store import Edge, EdgeType, RecordFilter, SQLiteStore, Store
+from retain.store.where import MetadataCondition
 from retain.text.classify import classify, classify_with_reason
 from retain.text.temporal import TimeRef, parse_query_time, resolve_times
 
@@ -81,6 +83,7 @@ __all__ = [
     "MemoryConfig",
     "MemoryRecord",
     "MemoryType",
+    "MetadataCondition",
     "MiniLMEncoder",
     "NewMemory",
     "PayloadTooLarge",
@@ -102,6 +105,7 @@ __all__ = [
     "StatePerceiver",
     "StateScorer",
     "Store",
+    "StoreUnavailable",
     "Summariser",
     "TextTooLong",
     "Tier",

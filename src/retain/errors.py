@@ -12,6 +12,7 @@ so callers can catch either::
     ├── RecordNotFound (KeyError)          no record with that id in that namespace
     ├── EncoderMismatch (ValueError)       store was built with another encoder (name or dimension)
     ├── SchemaError (RuntimeError)         store schema is newer than this library, or not set up
+    ├── StoreUnavailable (ConnectionError) a server-backed store cannot be reached (the message names host and database)
     ├── BudgetInfeasible (ValueError)      mandatory items do not fit in the budget
     ├── Forbidden (PermissionError)        an untrusted actor asked to change a protected record, or a
     │                                      principal lacks the role a namespace needs (retain.safety.access)
@@ -73,6 +74,12 @@ class EncoderMismatch(RetainError, ValueError):
 
 class SchemaError(RetainError, RuntimeError):
     """The on-disk schema is unknown to this version of retain, or `setup()` was not run."""
+
+
+class StoreUnavailable(RetainError, ConnectionError):
+    """A server-backed store (Postgres) cannot be reached, refused the login, or lost the connection
+    during a batch that writes (which may or may not have committed). The message names the host and
+    database, never a password."""
 
 
 class BudgetInfeasible(RetainError, ValueError):

@@ -18,6 +18,7 @@ from retain.cli import (
     audit,
     dashboard,
     evaluate,
+    mcp_server,
     memories,
     models,
     observe,
@@ -73,6 +74,7 @@ memories.register(app)
 models.register(app)
 observe.register(app)
 records.register(app)
+mcp_server.register(app)
 audit.register(app)
 dashboard.register(app)
 segments.register(app)

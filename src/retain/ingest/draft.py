@@ -25,6 +25,7 @@ import numpy.typing as npt
 from retain.errors import InvalidInput, TextTooLong
 from retain.record import MemoryRecord, MemoryType, Tier, new_id, parse_type, utc, validate_actor
 from retain.retention.budget import is_mandatory
+from retain.retention.expiry import check_expiry_metadata
 from retain.safety.canary import is_canary
 from retain.state.agent import AgentState
 from retain.state.candidates import PHASE_KEY
@@ -207,6 +208,7 @@ def draft(item: NewMemory, namespace: str, config: MemoryConfig) -> list[MemoryR
     if not isinstance(item.pinned, bool):
         raise InvalidInput(f"pinned: must be a bool, got {item.pinned!r}")
     check_metadata(item.metadata)
+    check_expiry_metadata(item.metadata)
     limit = config.max_text_chars
     if len(content) > limit:
         raise TextTooLong(f"content: {len(content):,} characters, limit is {limit:,} (max_text_chars)")

@@ -55,6 +55,8 @@ from retain.text.values import canonical_values
 if TYPE_CHECKING:
     from retain.core import Core
 
+from retain.retention.expiry import expire
+
 __all__ = ["add_many", "delete", "delete_all", "feedback", "update", "write_drafts"]
 
 
@@ -96,6 +98,7 @@ def add_many(
             drafts.append(draft(item, namespace, core.config))
         except InvalidInput as exc:
             raise type(exc)(f"item {i}: {exc}") from exc
+    expire(core, namespace)  # expired records leave hot memory (to the archive, audited) before it is counted
     # another writer may store one of these texts, or change a record found, between look-up and write
     return retry_on_conflict(lambda: write_drafts(core, namespace, actor, parsed, drafts, used))
 

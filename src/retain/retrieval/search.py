@@ -29,6 +29,7 @@ from retain.retrieval.pool import Pool, candidates, ranked_hits, sam_inputs, sta
 from retain.safety.observe import annotate, observed, searched
 from retain.state.agent import AgentState, EncodedState
 from retain.store import HOT_TIERS, RecordFilter
+from retain.store.where import parse_where
 from retain.text.lexical import check_query, is_terse
 from retain.text.temporal import time_boost
 
@@ -73,6 +74,10 @@ class SearchRequest:
     """End of the event-time range [start, end), UTC."""
     include_superseded: bool = False
     """Also return superseded versions (history)."""
+    where: Mapping[str, Any] | None = None
+    """Metadata conditions every hit meets, applied inside the store query in every preset
+    (:mod:`retain.store.where`): ``{"topic": "travel", "n": {"$gte": 3}}``; operators ``$eq``, ``$ne``,
+    ``$gt``, ``$gte``, ``$lt``, ``$lte``, ``$in``. None = no condition."""
     threshold: float | None = None
     """Overrides the config's relevance threshold."""
     mmr_lambda: float | None = None
@@ -134,7 +139,7 @@ def search(core: Core, query: str, *, namespace: str, request: SearchRequest = D
     Raises:
         InvalidInput: bad namespace; query not a string or over ``MAX_QUERY_CHARS`` characters; k < 1;
             unknown preset, type, tier or order; ``allow_raw`` not a bool; ``expand`` not an int
-            >= 0, or ``expand`` with ``order="time"``.
+            >= 0, or ``expand`` with ``order="time"``; a bad ``where`` condition.
     """
     annotate(k=request.k)
     r = request
@@ -157,7 +162,7 @@ def search(core: Core, query: str, *, namespace: str, request: SearchRequest = D
     utc(r.now, field_name="now")  # refused up front, not only when the query names a time range
     if not query.strip():
         return []
-    flt = _filter(r.types, r.tiers, r.start, r.end, r.include_superseded)
+    flt = replace(_filter(r.types, r.tiers, r.start, r.end, r.include_superseded), where=parse_where(r.where))
     run = _request(core, query, k, flt, cfg, AgentState.from_dict(r.state), ordered)
     hits = _rank(core, namespace, run, allow_raw=allow_raw, time_aware=r.time_aware, now=r.now)
     if run.by_time:
@@ -196,6 +201,7 @@ def _filter(
         start=utc(start, field_name="start"),
         end=utc(end, field_name="end"),
         include_superseded=include_superseded,
+        live_at=utcnow(),  # expired records are never current hits, swept or not
     )
 
 

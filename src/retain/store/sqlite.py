@@ -28,6 +28,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,7 @@ class SQLiteStore(Store):
     supports_lexical = True
     supports_ann = False
     supports_raw_audit = True
+    supports_browse = True
 
     def __init__(self, path: str | Path = ":memory:", *, create_dirs: bool = False) -> None:
         if not isinstance(create_dirs, bool):
@@ -363,7 +365,9 @@ class SQLiteStore(Store):
         if order is None:
             raise InvalidInput(f"order: {op.order!r} is not one of created, seq, event, recent")
         index = self._cache.get(op.namespace)
-        if index is not None and op.order in ("created", "recent"):  # write order is the index's row order
+        if (
+            index is not None and op.order in ("created", "recent") and op.filter.where is None
+        ):  # write order is the index's row order
             rows = index.rows(op.filter)
             if op.order == "recent":
                 rows = rows[::-1]
@@ -405,13 +409,16 @@ class SQLiteStore(Store):
         index = self._index(op.namespace)
         if index is None:
             return [[] for _ in queries]
-        if op.filter.seqs is not None or op.filter.segments is not None:
-            return self._vectors(op.namespace, queries, op.filter, op.limit)
-        keys = [(q.tobytes(), op.filter, int(op.limit)) for q in queries]
+        flt = op.filter
+        if flt.live_at is not None and not index.expiring:  # the same answer at any time: memoise it once
+            flt = replace(flt, live_at=None)
+        if flt.seqs is not None or flt.segments is not None or flt.where is not None or flt.live_at is not None:
+            return self._vectors(op.namespace, queries, flt, op.limit)
+        keys = [(q.tobytes(), flt, int(op.limit)) for q in queries]
         found = {j: index.searches[key] for j, key in enumerate(keys) if key in index.searches}
         todo = [j for j in range(len(keys)) if j not in found]
         if todo:
-            scanned = self._vectors(op.namespace, queries[todo], op.filter, op.limit)
+            scanned = self._vectors(op.namespace, queries[todo], flt, op.limit)
             found.update(zip(todo, scanned, strict=True))
             if len(index.searches) + len(todo) > _SEARCH_MEMO_LIMIT:
                 index.searches.clear()
@@ -425,7 +432,11 @@ class SQLiteStore(Store):
         index = self._index(namespace)
         if index is None:
             return [[] for _ in range(queries.shape[0])]
-        return nearest(index, queries, flt, limit)
+        keep = None
+        if flt.where is not None:  # the metadata conditions by SQL, the rest of the filter too
+            where, params = filter_sql(namespace, flt)
+            keep = index.rows_of([r[0] for r in self._conn.execute(f"SELECT id FROM records WHERE {where}", params)])
+        return nearest(index, queries, flt, limit, keep)
 
     def _index(self, namespace: str) -> NamespaceIndex | None:
         """The namespace's dense index (cached until a write or another connection's commit drops it),
