@@ -29,10 +29,9 @@ class Filled:
     provenance_id: str
 
 
-def fill(path: Path) -> Filled:
-    """Write the store at ``path`` (HashingEncoder, 64 dimensions) and return its known ids."""
+def fill(path: Path, ns: str = "trip") -> Filled:
+    """Write namespace ``ns`` of the store at ``path`` (HashingEncoder, 64 dimensions); return its known ids."""
     with Memory(path, encoder=HashingEncoder(64), budget=Budget(12, policy="lru"), state_scorer=False) as mem:
-        ns = "trip"
         mem.add("The budget must stay under 5000 EUR", namespace=ns, type="hard_constraint")
         old_id = mem.add("The hotel is the Grand Budapest", namespace=ns, type="fact")
         new_id = mem.update(old_id, "The hotel is the Hotel Adlon", namespace=ns)

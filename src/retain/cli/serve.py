@@ -76,8 +76,12 @@ def serve_command(
         Path | None, typer.Option(help="Write HOST:PORT here once the server accepts connections.")
     ] = None,
     ui: Annotated[
-        bool, typer.Option("--ui", help="Also serve the dashboard under /ui, behind the same keys (the 'ui' extra).")
-    ] = False,
+        bool,
+        typer.Option(
+            "--ui/--no-ui",
+            help="Serve the dashboard under /ui behind the same keys (on when the 'ui' extra is installed).",
+        ),
+    ] = True,
 ) -> None:
     """Serve the store over HTTP: the Memory operations under /v1, /healthz and /openapi.json."""
     missing = [name for name in SERVER_EXTRA if importlib.util.find_spec(name) is None]
@@ -107,11 +111,12 @@ def serve_command(
             fail_plain(str(exc))
     store = _keys(db, keys)
     typer.echo(f"retain serve: store {memory.store.location}, keys {store.path}", err=True)
-    mounts = None
-    if ui:
-        from retain.service.ui import dashboard
+    mounts = {}
+    ui_extra = all(importlib.util.find_spec(name) is not None for name in ("jinja2", "multipart"))
+    if ui and ui_extra:
+        from retain.ui.service import mounted
 
-        mounts = {"/ui": dashboard(memory.store.location, encoder=memory.encoder, config=memory.config)}
+        mounts["/ui"] = mounted(memory)
     try:
         serve(
             AsyncMemory(memory),

@@ -37,12 +37,15 @@ class Store(ABC):
         supports_raw_audit: ReadAuditRaw is answered (the audit log as stored, with the backend's
             sequence counter and append-only guards), so verification reads what :meth:`audit_log`
             would fail to parse.
+        supports_browse: the browsing queries are answered (:class:`PageIds`, :class:`NamespaceStats`,
+            :class:`QueryAudit`, :class:`AuditHistogram`; the dashboard needs them).
     """
 
     supports_vector: bool = True
     supports_lexical: bool = True
     supports_ann: bool = False
     supports_raw_audit: bool = False
+    supports_browse: bool = False
 
     @abstractmethod
     def setup(self) -> None:

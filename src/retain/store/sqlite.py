@@ -93,6 +93,7 @@ class SQLiteStore(Store):
     supports_lexical = True
     supports_ann = False
     supports_raw_audit = True
+    supports_browse = True
 
     def __init__(self, path: str | Path = ":memory:", *, create_dirs: bool = False) -> None:
         if not isinstance(create_dirs, bool):

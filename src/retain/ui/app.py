@@ -85,8 +85,10 @@ def _reader(dash: Dashboard, authorise: Authorise, request: Request, namespace: 
     return principal
 
 
-def _reveal(principal: Principal, request: Request) -> bool:
-    return principal.can_reveal and request.query_params.get("reveal") == "1"
+def _reveal(principal: Principal, request: Request, namespace: str) -> bool:
+    """True when the page asks to reveal and the caller may: ``can_reveal`` and admin of ``namespace``."""
+    wanted = request.query_params.get("reveal") == "1"
+    return wanted and principal.can_reveal and principal.may(namespace, Role.ADMIN)
 
 
 def _routes(app: FastAPI, dash: Dashboard, authorise: Authorise) -> None:
@@ -103,7 +105,7 @@ def _routes(app: FastAPI, dash: Dashboard, authorise: Authorise) -> None:
     def records(request: Request, ns: str) -> HTMLResponse:
         principal = _reader(dash, authorise, request, ns)
         args = dict(request.query_params)
-        reveal = _reveal(principal, request)
+        reveal = _reveal(principal, request, ns)
         data = views.records_page(dash, ns, args, reveal=reveal)
         return _render(
             request, dash, principal, "records.html", title=f"Records of {ns}", ns=ns, args=args, reveal=reveal, **data
@@ -112,7 +114,7 @@ def _routes(app: FastAPI, dash: Dashboard, authorise: Authorise) -> None:
     @app.get("/record", response_class=HTMLResponse)
     def record(request: Request, ns: str, id: str) -> HTMLResponse:
         principal = _reader(dash, authorise, request, ns)
-        reveal = _reveal(principal, request)
+        reveal = _reveal(principal, request, ns)
         data = views.record_page(dash, ns, id, reveal=reveal)
         return _render(
             request,
@@ -165,17 +167,18 @@ def _ledger_routes(app: FastAPI, dash: Dashboard, authorise: Authorise) -> None:
         principal = _reader(dash, authorise, request, None)
         if not id.strip():
             return _render(request, dash, principal, "provenance.html", title="Provenance", data=None, pid="")
-        data = ledger.provenance_page(dash, id.strip(), reveal=_reveal(principal, request))
-        ns = data["prov"].namespace
-        if not principal.may(ns, Role.READ):
-            raise RecordNotFound(f"no provenance {id!r}")  # no hint that it exists elsewhere
+        stored = dash.store.provenance(id.strip())
+        if stored is None or not principal.may(stored["namespace"], Role.READ):  # no hint that it exists elsewhere
+            raise RecordNotFound(f"no context provenance {id.strip()!r}")
+        ns = stored["namespace"]
+        data = ledger.provenance_page(dash, id.strip(), reveal=_reveal(principal, request, ns))
         return _render(request, dash, principal, "provenance.html", title=f"Provenance {id}", ns=ns, pid=id, data=data)
 
     @app.get("/timeline", response_class=HTMLResponse)
     def timeline(request: Request, ns: str) -> HTMLResponse:
         principal = _reader(dash, authorise, request, ns)
         args = dict(request.query_params)
-        data = ledger.timeline_page(dash, ns, args, reveal=_reveal(principal, request))
+        data = ledger.timeline_page(dash, ns, args, reveal=_reveal(principal, request, ns))
         return _render(request, dash, principal, "timeline.html", title=f"Timeline of {ns}", ns=ns, args=args, **data)
 
     @app.get("/audit", response_class=HTMLResponse)

@@ -32,28 +32,31 @@ class Principal:
     """The caller of one request.
 
     Attributes:
-        name: who (an API key's name, ``"local-admin"``); recorded in the reason of every audited write.
+        name: who (an API key's actor, ``"local-admin"``); recorded in the reason of every audited write.
         roles: ``{namespace: Role}``; :data:`ANY_NAMESPACE` applies to every namespace not named.
-        can_reveal: may see stored content unredacted (an explicit reveal per page; default False).
+        can_reveal: may see stored content unredacted in the namespaces it administers (an explicit
+            reveal per page; default False).
+        actor: the actor of its writes (trust for protected records follows ``MemoryConfig.trusted_actors``).
+        resolve: when given, the role per namespace comes from it instead of ``roles`` (the service's
+            grants: longest prefix, tenant).
     """
 
     name: str
     roles: Mapping[str, Role] = field(default_factory=dict)
     can_reveal: bool = False
+    actor: str = "user"
+    resolve: Callable[[str], Role | None] | None = None
 
     def role(self, namespace: str) -> Role | None:
         """The caller's role in ``namespace``, or None when it may not see it."""
+        if self.resolve is not None:
+            return self.resolve(namespace)
         return self.roles.get(namespace, self.roles.get(ANY_NAMESPACE))
 
     def may(self, namespace: str, needed: Role) -> bool:
         """True when the caller's role in ``namespace`` is ``needed`` or higher."""
         role = self.role(namespace)
         return role is not None and role >= needed
-
-    @property
-    def actor(self) -> str:
-        """The actor of the caller's writes: "admin" for an admin of any namespace, else "user"."""
-        return "admin" if Role.ADMIN in self.roles.values() else "user"
 
 
 Authorise = Callable[[Request], Principal]
@@ -74,7 +77,7 @@ def local_admin(request: Request) -> Principal:
         loopback = host in ("localhost", "testclient")
     if not loopback:
         raise HTTPException(403, f"retain ui answers 127.0.0.1 only, not {host or 'an unknown client'}")
-    return Principal("local-admin", {ANY_NAMESPACE: Role.ADMIN}, can_reveal=True)
+    return Principal("local-admin", {ANY_NAMESPACE: Role.ADMIN}, can_reveal=True, actor="admin")
 
 
 def read_only(name: str = "viewer") -> Authorise:

@@ -20,7 +20,14 @@ __all__ = ["BrowseTests"]
 
 
 class BrowseTests:
-    """Paging, counts and audit look-ups; uses the suite's ``corpus`` (six records of "ns")."""
+    """Paging, counts and audit look-ups; uses the suite's ``corpus`` (six records of "ns"). Skipped
+    for a backend without ``supports_browse``."""
+
+    @pytest.fixture(autouse=True)
+    def _answers_browsing(self, request: pytest.FixtureRequest, store: Store) -> None:
+        # autouse reaches every test of the whole suite class: skip only this mixin's own tests
+        if request.function.__qualname__.startswith("BrowseTests.") and not store.supports_browse:
+            pytest.skip(f"{type(store).__name__} does not answer the browsing queries (supports_browse)")
 
     def test_pages_run_newest_first_and_join_up(self, store: Store, corpus: dict[str, MemoryRecord]) -> None:
         everything = store.list_ids("ns", ALL_RECORDS, order="recent")
