@@ -141,6 +141,10 @@ class RetrievalConfig:
 DEFAULT_RETRIEVAL_CONFIG = RetrievalConfig()
 
 
+TYPE_CLASSIFIERS = frozenset({"learned", "rules"})
+"""The values :attr:`MemoryConfig.type_classifier` accepts."""
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryConfig:
     """Limits and switches of a :class:`~retain.Memory`.
@@ -152,7 +156,11 @@ class MemoryConfig:
         split_long: split long texts at sentence boundaries instead of refusing them.
         dedupe: adding the exact content already current in the namespace returns the first id
             (checked in the write transaction: concurrent writers of one file store it once).
-        classify: infer ``type`` with the rule classifier when the caller gives none.
+        classify: infer ``type`` when the caller gives none (else ``fact``).
+        type_classifier: how an inferred type is chosen: ``"learned"`` (the shipped logistic model of
+            :mod:`retain.text.typemodel` over the rule cues, character n-grams and, when the store's
+            encoder is the one it was fitted with, the record's embedding) or ``"rules"`` (the rule
+            cascade of :mod:`retain.text.classify` alone).
         merge_paraphrases: a new record that says what a current record already says (cosine
             >= ``conflict_policy.paraphrase_cos``, same numbers, no correction cue;
             :func:`retain.ingest.conflict.decide`) is merged into it instead of stored: the existing
@@ -194,6 +202,7 @@ class MemoryConfig:
     split_long: bool = True
     dedupe: bool = True
     classify: bool = True
+    type_classifier: str = "learned"
     merge_paraphrases: bool = False
     trusted_actors: frozenset[str] = DEFAULT_TRUSTED_ACTORS
     supersede: bool = True
@@ -215,6 +224,8 @@ class MemoryConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < MIN_RECORD_CHARS:
                 raise InvalidInput(f"{name}: must be an int >= {MIN_RECORD_CHARS}, got {value!r}")
+        if self.type_classifier not in TYPE_CLASSIFIERS:
+            raise InvalidInput(f"type_classifier: one of {sorted(TYPE_CLASSIFIERS)}, got {self.type_classifier!r}")
 
 
 DEFAULT_MEMORY_CONFIG = MemoryConfig()

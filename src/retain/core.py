@@ -30,6 +30,7 @@ from retain.state.candidates import CandidateMemo
 from retain.state.scorer import StateScorer
 from retain.store import ALL_RECORDS, RecordFilter, RequireHot, Store
 from retain.store.sqlite import SQLiteStore
+from retain.text.typemodel import TypeModel, load_type_model
 
 if TYPE_CHECKING:
     from retain.retention.utility import UtilityModel
@@ -103,6 +104,14 @@ class Core:
         if self._state_scorer is None:
             self._state_scorer = StateScorer.load()
         return self._state_scorer if isinstance(self._state_scorer, StateScorer) else None
+
+    @property
+    def type_model(self) -> TypeModel | None:
+        """The learned type classifier (the shipped model, read once per process), or None when the
+        configuration asks for the rule classifier or for no classification."""
+        if not self.config.classify or self.config.type_classifier != "learned":
+            return None
+        return load_type_model()
 
     @property
     def state_encoder(self) -> StateEncoder:

@@ -6,9 +6,10 @@ position and the agent state at the event; ``gold`` is never read), and at the p
 is built exactly as :meth:`retain.Memory.search` builds it for a state-carrying search. Labels are the
 probe's ``needed`` events. Scoring figures count needed events missing from the pool as misses.
 
-Types. A candidate's type at search time is what the rule classifier (:mod:`retain.text.classify`) said
-when the record was written, which can differ from the event's ``gold.type``. Fitted on those types,
-the scorer learns to trust a type as far as the classifier is right *on the training files*.
+Types. A candidate's type at search time is what the memory's type classifier (by default the learned
+one, :mod:`retain.text.typemodel`) said when the record was written, which can differ from the
+event's ``gold.type``. Fitted on those types, the scorer learns to trust a type as far as the classifier
+is right *on the training files*.
 :func:`gold_typed` gives the same examples with each candidate's ``gold.type`` instead (the
 classifier's type where an event has no gold key); ``train_types="gold"`` fits on them (teacher
 forcing: the answer key of the training files, which fitting may read). Scoring always uses the

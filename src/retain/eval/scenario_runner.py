@@ -19,7 +19,7 @@ Figures (the spec's definitions; all "higher = better" except ``forbidden_rate``
 * ``mrr`` — mean of 1 / rank of the first needed event in the top 10 (0 when none);
   probes with an empty ``needed`` are skipped for recall and MRR and counted (``no_needed``);
 * ``forbidden_rate`` — share of all probes whose top 10 holds a ``forbidden`` event presented as
-  current (its record not marked superseded);
+  current (its record not marked superseded, its hit not marked ``stale`` by the search's state);
 * ``integrity`` — share of (probe, constraint) pairs where the constraint is held in hot memory
   (tier ``core`` or ``dynamic``, record current) at the probe. The constraints of a probe are the
   events with gold type ``hard_constraint`` already ingested and not superseded by gold
@@ -160,10 +160,10 @@ def _ranked_events(hits: Sequence[Hit], prefix: str) -> tuple[list[str], list[bo
         eid = source[len(prefix) :] if source.startswith(prefix) else f"?{hit.record.id}"
         if eid in events:
             i = events.index(eid)
-            current[i] = current[i] or hit.record.is_current
+            current[i] = current[i] or (hit.record.is_current and not hit.stale)
             continue
         events.append(eid)
-        current.append(hit.record.is_current)
+        current.append(hit.record.is_current and not hit.stale)
     return events, current
 
 

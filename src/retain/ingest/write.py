@@ -140,7 +140,7 @@ def write_drafts(
     explicit = {d[0].id for d, item in zip(drafts, parsed, strict=True) if item.importance is not None}
     typed = {r.id for parts, item in zip(drafts, parsed, strict=True) if item.type is not None for r in parts}
     ids, fresh, restored, guards, held = look_up_duplicates(core.store, namespace, drafts, dedupe=core.config.dedupe)
-    batch = _Batch(fresh=core.embed(fresh) if fresh else [], restored=restored)
+    batch = _Batch(fresh=_learned_types(core, core.embed(fresh), typed) if fresh else [], restored=restored)
     _relate(core, namespace, actor, batch, ids, typed)
     derived = {rid: d for rid, d in zip(ids, used, strict=True) if d}
     batch.edges = edges_on_add(core.store, namespace, batch.fresh, derived=derived, config=core.config.graph)
@@ -149,6 +149,25 @@ def write_drafts(
     elif batch.edges:  # every item was already held: only its derived_from edges are new
         core.store.put([], edges=batch.edges, require=held)
     return ids
+
+
+def _learned_types(core: Core, records: list[MemoryRecord], typed: set[str]) -> list[MemoryRecord]:
+    """``records`` with the learned classifier's type where the caller gave none (the draft's rule type
+    otherwise stands): one sparse and one (10, d) x (d,) product per record, the embedding used only
+    when the core's encoder is the one the model was fitted with."""
+    model = core.type_model
+    if model is None:
+        return records
+    own = model.encoder == core.encoder.name
+    out = []
+    for r in records:
+        if r.id in typed:
+            out.append(r)
+            continue
+        mtype = model.predict(r.content, r.role, r.embedding if own else None)
+        tier = Tier.CORE if r.pinned or mtype is MemoryType.HARD_CONSTRAINT else Tier.DYNAMIC
+        out.append(r if mtype is r.type else r.evolve(type=mtype, tier=tier))
+    return out
 
 
 def _relate(core: Core, namespace: str, actor: str, batch: _Batch, ids: list[str], typed: set[str]) -> None:

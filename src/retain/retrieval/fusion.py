@@ -155,6 +155,12 @@ class Hit:
     via: str | None = None
     window: tuple[MemoryRecord, ...] = ()
 
+    @property
+    def stale(self) -> bool:
+        """True when the search's agent state holds another value for a slot this record states
+        (``scores["stale"]``, :mod:`retain.state.evidence`): history, not the current value."""
+        return bool(self.scores.get("stale", 0.0))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (record without embedding; ``via_edge``/``via`` and ``window`` only when set)."""
         out = {"rank": self.rank, "score": self.score, "scores": dict(self.scores), "record": self.record.to_dict()}

@@ -28,6 +28,7 @@ from retain.retrieval.graph import check_expand, expand_hits
 from retain.retrieval.pool import Pool, candidates, ranked_hits, sam_inputs, state_pool
 from retain.safety.observe import annotate, observed, searched
 from retain.state.agent import AgentState, EncodedState
+from retain.state.evidence import demote_stale, stale_rows
 from retain.store import HOT_TIERS, RecordFilter
 from retain.store.where import parse_where
 from retain.text.lexical import check_query, is_terse
@@ -87,7 +88,9 @@ class SearchRequest:
     format). With a non-empty state the ranking is state-adaptive (:mod:`retain.state.scorer`): score =
     alpha * state_score + (1 - alpha) * content_score, alpha larger for terse queries; the pool also
     takes the records nearest to the state, the core tier and the newest records. Breakdowns then add
-    ``content``, ``state``, ``prior``, ``importance``, ``alpha`` and ``phase_known``."""
+    ``content``, ``state``, ``prior``, ``importance``, ``alpha`` and ``phase_known``. A candidate stating
+    another value for a slot the state's ``constraints`` hold is ranked below the one stating the
+    current value and its hit is marked ``stale`` (:mod:`retain.state.evidence`)."""
     allow_raw: bool = False
     """Return records as stored. Default False: every hit's record is a redacted copy
     (:func:`retain.safety.redaction.redact_record`): secrets and personal data in its content and
@@ -278,6 +281,9 @@ def _rank(
         scores, sam_parts, _ = scorer.score(
             encoded, request.state.phase, cands, content, query_terms=n_terms, terse=is_terse(query)
         )
+        stale = stale_rows(request.state.constraints, pool.records)
+        if stale:
+            scores, sam_parts["stale"] = demote_stale(scores, stale)
     return ranked_hits(pool, scores, cfg, request.k, boost=boost, parts=sam_parts, allow_raw=allow_raw)
 
 

@@ -39,7 +39,8 @@ Order of precedence, highest first:
    (``Result:``, ``Error:``, "booking confirmed", "successfully") gives ``action_result``.
 
    a. strong hard-constraint cues: must, never, non-negotiable, hard ceiling/cap/limit, can't go
-      over, no more than, at most, not allowed, allergy, budget, deadline, is due, don't touch,
+      over, no more than, at most, not allowed, allergy, a diet ("I am vegetarian"), budget, deadline,
+      is due, don't touch,
       必须, 不能, 不超过, 以内, 预算, 过敏, 禁止 -> ``hard_constraint``;
    b. strong chatter cues: laughter (haha, lol, 哈哈, 笑死), thanks (谢谢, 辛苦), emoji,
       "!!", 太好了 -> ``chatter``;
@@ -77,7 +78,7 @@ from collections.abc import Sequence
 from retain.record import MemoryType
 from retain.text import privacy
 
-__all__ = ["classify", "classify_with_reason"]
+__all__ = ["classify", "classify_with_reason", "cue_families", "role_family"]
 
 _Rule = tuple[str, re.Pattern[str]]
 _I = re.IGNORECASE
@@ -189,7 +190,11 @@ _SYSTEM_POLICY = _rules(
 
 _HARD_STRONG = _rules(
     _I,
-    ("hard:must", r"\bmust(?:n't)?\b|必须|务必|一定要"),
+    (
+        "hard:must",
+        r"\bmust(?:n't)?\b(?!(?:'ve| have) been\b| be (?:so|really|very|nice|fun|hard|tough|great|lovely|amazing|"
+        r"exciting|special|wonderful|awesome|scary|exhausting)\b)|必须|务必|一定要",
+    ),
     ("hard:never", r"\bnever\b|\bunder no circumstances\b"),
     ("hard:non_negotiable", r"\bnon[- ]?negotiable\b|\bnot (?:a |just a )?nice[- ]to[- ]have\b|\bno exceptions\b"),
     ("hard:hard_limit", r"\bhard (?:ceiling|cap|limit|budget|deadline|constraint|requirement|rule|stop)\b"),
@@ -202,6 +207,11 @@ _HARD_STRONG = _rules(
     ("hard:upper_bound", r"\b(?:no|not) more than\b|\bat most\b|\bno later than\b|\bat the latest\b"),
     ("hard:forbidden", r"\bnot (?:allowed|permitted)\b|\bforbidden\b|\bprohibited\b|\bmandatory\b"),
     ("hard:allergy", r"\ballerg(?:y|ies|ic)\b|\banaphyla\w*|\bintoleran(?:t|ce)\b|\bcoeliac\b|\bceliac\b|过敏|忌口"),
+    (
+        "hard:diet",
+        r"\b(?:I|we|he|she|they)(?:'m|'re| am| are| is)? (?:(?:strictly|fully|a|an) )*(?:vegetarian|vegan|pescatarian|"
+        r"halal|kosher|teetotal)\b|\b(?:I|we) (?:don't|do not|can't|cannot) eat\b|吃素|素食者|不吃肉",
+    ),
     ("hard:budget", r"\bbudget\b|\bceiling\b|\bspending limit\b|预算|上限"),
     ("hard:deadline", r"\bdeadline\b|\b(?:is|are|was) due\b|\bdue (?:date|by|on)\b|截止"),
     ("hard:do_not_touch", r"\b(?:do not|don't|never) (?:touch|modify|edit|change|share|disclose|delete)\b"),
@@ -252,7 +262,7 @@ _HARD_WEAK = _rules(
     (
         "hard:no_x",
         r"(?:^|[.:;!-]\s+)(?:no|NO|not) [A-Za-z'-]+(?: [A-Za-z'-]+)?(?: (?:before|after|longer|over|"
-        r"under|than)\b|[.,;!]|$)|\bNO [A-Za-z]+",
+        r"under|than)\b|[.,;!]|$)|(?-i:\bNO [A-Z]+)",
     ),
     (
         "hard:range",
@@ -440,3 +450,61 @@ def _classify_content(text: str, *, assistant: bool, unknown: bool) -> tuple[Mem
         return MemoryType.FACT, "fact:self_statement"
     name = _first(_CHATTER_WEAK, text)
     return MemoryType.CHATTER, name or "default:vague"
+
+
+_FAMILIES: tuple[tuple[str, Sequence[_Rule]], ...] = (
+    ("reply", _REPLY),
+    ("outcome", _OUTCOME),
+    ("tool_outcome", _TOOL_OUTCOME),
+    ("tool_social", _TOOL_SOCIAL),
+    ("tool_noise", _TOOL_NOISE),
+    ("system_policy", _SYSTEM_POLICY),
+    ("hard_strong", _HARD_STRONG),
+    ("chatter_strong", _CHATTER_STRONG),
+    ("soft", _SOFT),
+    ("decision", _DECISION),
+    ("hard_weak", _HARD_WEAK),
+    ("goal", _GOAL),
+    ("plan", _PLAN + _PLAN_ASSISTANT),
+    ("result_marker", _RESULT_UNKNOWN_ROLE),
+    ("chatter_weak", _CHATTER_WEAK),
+    ("casual", _CASUAL),
+    ("named", _NAMED),
+)
+
+
+def cue_families(text: str) -> list[str]:
+    """Every cue rule of the cascade that fires anywhere in ``text``, whatever the role and precedence:
+    ``"<family>"`` and ``"<family>/<rule name>"`` for each family with a match (``"hard_strong"``,
+    ``"hard_strong/hard:budget"``), plus ``"call"``, ``"specific"`` and ``"self_statement"``. These
+    are the rules-as-features of the learned type classifier (:mod:`retain.text.typing`)."""
+    out: list[str] = []
+    for family, rules in _FAMILIES:
+        fired = [name for name, pattern in rules if pattern.search(text)]
+        if fired:
+            out.append(family)
+            out.extend(f"{family}/{name}" for name in fired)
+    if _CALL_START.search(text) or _ACTION_CN.search(text):
+        out.append("call")
+    if _SPECIFIC.search(text):
+        out.append("specific")
+    if _SELF_STATEMENT.search(text):
+        out.append("self_statement")
+    return out
+
+
+def role_family(role: str | None) -> str:
+    """The family of a speaker role, as the cascade groups roles: ``"thought"``, ``"action"``,
+    ``"tool"``, ``"system"``, ``"assistant"``, ``"unknown"`` (None or empty) or ``"person"`` (``user``
+    and speaker names). Case-insensitive."""
+    kind = (role or "").strip().lower()
+    for family, roles in (
+        ("thought", _THOUGHT_ROLES),
+        ("action", _ACTION_ROLES),
+        ("tool", _TOOL_ROLES),
+        ("system", _SYSTEM_ROLES),
+        ("assistant", _ASSISTANT_ROLES),
+    ):
+        if kind in roles:
+            return family
+    return "unknown" if not kind else "person"

@@ -1,0 +1,83 @@
+"""Type accuracy of the rule classifier and the learned one, split by split, side by side.
+
+For each folder (default: ``scenarios/train``, ``scenarios/dev``, ``scenarios/test`` and
+``../shared/scenarios``) every event is typed from its ``text`` and ``role`` only, by the rule cascade
+(:func:`retain.text.classify.classify`) and by the shipped learned model
+(:func:`retain.text.typemodel.load_type_model`, its text head: the features without an embedding,
+which is what every encoder gets while the shipped file has no embedding head). Printed per folder:
+events, type accuracy of each, and the precision and recall of ``hard_constraint``. Then, for one
+LoCoMo conversation (``--locomo``, default the first of ``../shared/data/locomo/locomo_dev.json``), how
+many of its turns each classifier types ``hard_constraint``. Only totals are printed: no per-event
+rows, so the test split can be scored without being read.
+
+Usage::
+
+    .venv/bin/python benchmarks/type_accuracy.py [--data DIR ...] [--locomo FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from retain.eval.type_train import Example, load_examples
+from retain.record import MemoryType
+from retain.text.classify import classify
+from retain.text.typemodel import load_type_model
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = [
+    REPO_ROOT / "scenarios" / "train",
+    REPO_ROOT / "scenarios" / "dev",
+    REPO_ROOT / "scenarios" / "test",
+    REPO_ROOT.parent / "shared" / "scenarios",
+]
+DEFAULT_LOCOMO = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+HARD = MemoryType.HARD_CONSTRAINT
+
+
+def figures(examples: list[Example], typer: Callable[[str, str], MemoryType]) -> tuple[float, float, float]:
+    """Accuracy, hard_constraint precision and recall of ``typer`` over ``examples``."""
+    pred = [typer(e.text, e.role) for e in examples]
+    right = sum(p is e.label for p, e in zip(pred, examples, strict=True))
+    tp = sum(p is HARD and e.label is HARD for p, e in zip(pred, examples, strict=True))
+    said = sum(p is HARD for p in pred)
+    gold = sum(e.label is HARD for e in examples)
+    return right / len(examples), tp / said if said else 0.0, tp / gold if gold else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--data", type=Path, action="append", help="scenario folder (repeat)")
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON file")
+    args = parser.parse_args(argv)
+    model = load_type_model()
+    learned: Callable[[str, str], MemoryType] = model.predict
+    print(f"{'data':<28} {'events':>6}  {'rules acc':>9} {'hard P/R':>11}  {'learned acc':>11} {'hard P/R':>11}")
+    for folder in args.data or DEFAULT_DATA:
+        examples = load_examples([folder])
+        r_acc, r_p, r_r = figures(examples, classify)
+        l_acc, l_p, l_r = figures(examples, learned)
+        name = f"{folder.parent.name}/{folder.name}"
+        print(
+            f"{name:<28} {len(examples):>6}  {r_acc:>9.3f} {r_p:>5.2f}/{r_r:<5.2f}  "
+            f"{l_acc:>11.3f} {l_p:>5.2f}/{l_r:<5.2f}"
+        )
+    if args.locomo.exists():
+        from retain.eval.datasets import load_locomo
+
+        conversation = load_locomo(args.locomo)[0]
+        turns = conversation.turns
+        rules = sum(classify(t.text, t.speaker) is HARD for t in turns)
+        model_hard = sum(model.predict(t.text, t.speaker) is HARD for t in turns)
+        print(
+            f"\nLoCoMo {conversation.sample_id}: {len(turns)} turns typed hard_constraint: "
+            f"rules {rules}, learned {model_hard}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
