@@ -202,7 +202,7 @@ class MemoryConfig:
     split_long: bool = True
     dedupe: bool = True
     classify: bool = True
-    type_classifier: str = "learned"
+    type_classifier: str = "rules"
     merge_paraphrases: bool = False
     trusted_actors: frozenset[str] = DEFAULT_TRUSTED_ACTORS
     supersede: bool = True

@@ -57,7 +57,7 @@ def test_explain_and_context_errors(db: Path) -> None:
     missing = runner.invoke(app, ["explain", "01NOTTHERE"])
     assert missing.exit_code == 2 and "no context provenance" in missing.stderr
     tight = runner.invoke(app, ["context", "ferry", "-n", NS, "--budget", "3"])
-    assert tight.exit_code == 2 and "budget_tokens is 3" in tight.stderr
+    assert tight.exit_code == 2 and "fits budget_tokens=3" in tight.stderr
     nostore = runner.invoke(app, ["explain", "X", "--db", str(db.parent / "absent.db")])
     assert nostore.exit_code == 2 and "no store" in nostore.stderr
 

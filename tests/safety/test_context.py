@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from retain import BudgetInfeasible, HashingEncoder, InvalidInput, Memory, RecordNotFound
 from retain.safety.context import LEFT_OUT_REASONS, render_line
 from retain.store.sqlite import SCHEMA_VERSION, SQLiteStore
+from retain.store.sqlite_schema import MIGRATIONS
 
 NS = "trip-42"
 CONSTRAINTS = ["The total budget must stay under 5000 EUR.", "Never book flights before 9am."]
@@ -176,6 +178,9 @@ def test_a_version_1_store_is_migrated_and_keeps_its_records(tmp_path: Path) -> 
     raw = sqlite3.connect(db)
     raw.execute("DROP TABLE provenance")
     raw.execute("DROP TABLE edges")  # and every later migration's objects
+    for later in MIGRATIONS[3:]:
+        for index in re.findall(r"CREATE INDEX (\w+)", later):
+            raw.execute(f"DROP INDEX {index}")
     raw.execute("PRAGMA user_version = 1")
     raw.commit()
     raw.close()

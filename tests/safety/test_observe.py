@@ -95,7 +95,7 @@ def test_spans_carry_namespace_counts_and_policy(spans: InMemorySpanExporter) ->
     assert list(evict.attributes["retain.ids"]) == ids[:2]  # type: ignore[arg-type]
 
     searches = by_name(spans, "retain.search")
-    assert len(searches) == 2  # ours, and the one inside context
+    assert len(searches) == 3  # ours, the one inside context, and its archive look-up (records were evicted)
     first = searches[0].attributes
     assert first is not None
     assert first["retain.k"] == 3 and first["retain.n_hits"] == len(hits) == 2

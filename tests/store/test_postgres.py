@@ -100,7 +100,9 @@ def _writer(url: str, schema: str, worker: int, n: int) -> list[str]:
 
 def test_four_processes_with_a_budget_keep_it_and_lose_no_write() -> None:
     schema = _schema()
-    PostgresStore(postgres_url(), schema=schema).setup()
+    Memory(
+        store=PostgresStore(postgres_url(), schema=schema), encoder=HashingEncoder(64)
+    ).close()  # records the encoder
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         written = pool.starmap(_writer, [(postgres_url(), schema, w, 12) for w in range(4)])
     store = PostgresStore(postgres_url(), schema=schema)
