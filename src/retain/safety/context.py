@@ -4,6 +4,8 @@
 
 1. the namespace's current hard constraints (type ``hard_constraint``, hot, not superseded) in the
    order they were stored: mandatory, all of them, or :class:`~retain.errors.BudgetInfeasible`;
+   then the standing directives in force (``why="standing"``: the user's instructions and
+   preferences, :mod:`retain.safety.standing`), most relevant to the query first, each that fits;
 2. the working tier (``why="working"``): with a state, first up to ``working`` records written in
    the state's current phase, newest first (the task at hand); then the ``working`` newest current
    records of the namespace, newest first;
@@ -43,6 +45,7 @@ from retain.retrieval.search import SearchRequest, search
 from retain.safety.canary import is_canary
 from retain.safety.observe import annotate, observed
 from retain.safety.redaction import redact_record, redact_value, scrub
+from retain.safety.standing import standing_records
 from retain.state.agent import AgentState
 from retain.state.candidates import PHASE_KEY
 from retain.store import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance, RecordFilter, Store
@@ -72,7 +75,8 @@ class ContextItem:
 
     Attributes:
         record_id: the record.
-        why: "hard_constraint" (mandatory) or "retrieved" (a search hit that fit).
+        why: "hard_constraint" (mandatory), "standing" (an instruction or preference in force),
+            "working" or "retrieved" (a search hit that fit).
         tokens: tokens of its rendered line (encoder tokenizer).
         score: fused search score (higher = more relevant), None for a constraint the search did
             not return.
@@ -259,8 +263,9 @@ def pack(
         raise InvalidInput(f"threshold: must be a finite number or None, got {threshold!r}")
     state_doc = _check_state(state)
     mandatory, working_set = _tiers(core.store, namespace, state, working)
+    standing = [redact_record(r).record for r in standing_records(core, namespace, query)]
     candidates = _candidates(core, query, namespace, state, k)
-    records = [*mandatory, *working_set, *(h.record for h in candidates)]
+    records = [*mandatory, *standing, *working_set, *(h.record for h in candidates)]
     counts = core.encoder.count_tokens([render_line(r) for r in records]) if records else []
     tokens = dict(zip((r.id for r in records), counts, strict=True))
     need = sum(tokens[r.id] for r in mandatory)
@@ -272,6 +277,7 @@ def pack(
         )
     filled = _Filling(budget_tokens, threshold, tokens)
     filled.add_mandatory(mandatory, {h.record.id: h for h in candidates})
+    filled.add_working(standing, why="standing")
     filled.add_working(working_set)
     filled.add_hits(candidates)
     provenance = Provenance(
@@ -359,18 +365,16 @@ class _Filling:
             self.packed.add(rec.id)
             self._put(rec, "hard_constraint", hits.get(rec.id))
 
-    def add_working(self, working_set: Sequence[MemoryRecord]) -> None:
-        """The working tier, newest first, each record that fits."""
+    def add_working(self, working_set: Sequence[MemoryRecord], why: str = "working") -> None:
+        """The working tier (or the standing directives), in the given order, each record that fits."""
         for rec in working_set:
             if rec.id in self.packed:
                 continue
             if self.used + self.tokens[rec.id] > self.budget:
-                self.left.append(
-                    LeftOut(rec.id, "budget", None, None, self.tokens[rec.id], "working tier: did not fit")
-                )
+                self.left.append(LeftOut(rec.id, "budget", None, None, self.tokens[rec.id], f"{why} tier: did not fit"))
                 continue
             self.packed.add(rec.id)
-            self._put(rec, "working", None)
+            self._put(rec, why, None)
 
     def add_hits(self, candidates: Sequence[Hit]) -> None:
         """The search hits best first, each current, new, above the threshold and fitting."""
