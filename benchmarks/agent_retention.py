@@ -4,8 +4,8 @@ Replays every scenario of the given folders into a ``Memory`` with ``Budget(capa
 at each probe, checks which of its ``needed`` events are still in hot memory (tier core or dynamic,
 current). Reports the share of needed tool / action results (events whose role is ``tool`` or
 ``agent_action``: the role is what the agent saw, not gold) that are hot, the share of all needed
-events that are hot, and the number of probes where a needed tool result was archived while a record
-the classifier typed as chatter stayed hot. Gold is read only to score.
+events that are hot, and the number of probes where a needed tool result was archived (evicted, not superseded)
+while a record the classifier typed as chatter stayed in the dynamic tier. Gold is read only to score.
 
     HF_HUB_OFFLINE=1 python benchmarks/agent_retention.py scenarios/train scenarios/dev --capacity 20
 
@@ -71,7 +71,12 @@ def replay(scenario: Scenario, mem: Memory) -> list[dict[str, Any]]:
             r = records.get(record_of.get(eid, ""))
             return r is not None and r.tier is not Tier.ARCHIVE and r.is_current
 
-        chatter_hot = any(r.type is MemoryType.CHATTER and r.tier is not Tier.ARCHIVE for r in records.values())
+        chatter_hot = any(r.type is MemoryType.CHATTER and r.tier is Tier.DYNAMIC for r in records.values())
+
+        def archived(eid: str, records: dict[str, Any] = records) -> bool:
+            r = records.get(record_of.get(eid, ""))
+            return r is not None and r.tier is Tier.ARCHIVE
+
         for p in probes:
             tools = [n for n in p.needed if role.get(n) in TOOL_ROLES and n in record_of]
             lost = [n for n in tools if not hot(n)]
@@ -81,7 +86,7 @@ def replay(scenario: Scenario, mem: Memory) -> list[dict[str, Any]]:
                     "tools_hot": len(tools) - len(lost),
                     "needed": len(p.needed),
                     "needed_hot": sum(hot(n) for n in p.needed),
-                    "chatter_over_tool": bool(lost) and chatter_hot,
+                    "chatter_over_tool": any(archived(n) for n in lost) and chatter_hot,
                 }
             )
     return rows

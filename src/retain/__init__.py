@@ -34,6 +34,7 @@ from retain.safety.handoff import Handoff, WithheldItem
 from retain.safety.integrity import ForgetReport, RetentionReport
 from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder, StatePerceiver
+from retain.state.prefetch import Prefetch
 from retain.state.scorer import StateScorer
 from retain.store import Edge, EdgeType, RecordFilter, SQLiteStore, Store
 from retain.text.classify import classify, classify_with_reason
@@ -74,6 +75,7 @@ __all__ = [
     "MemoryType",
     "MiniLMEncoder",
     "NewMemory",
+    "Prefetch",
     "Provenance",
     "RecordFilter",
     "RecordNotFound",

@@ -19,6 +19,7 @@ from retain.config import DEFAULT_MEMORY_CONFIG, MemoryConfig
 from retain.core import Core, reembed
 from retain.encoders.basis import Encoder, MiniLMEncoder
 from retain.errors import InvalidInput
+from retain.facade.agent import AgentLoopMixin
 from retain.facade.base import FacadeBase
 from retain.ingest import write
 from retain.ingest.draft import NewMemory
@@ -71,7 +72,7 @@ class _FromCore(Generic[_T]):
         raise AttributeError(f"property {self._name!r} of {type(obj).__name__!r} object has no deleter")
 
 
-class Memory(FacadeBase):
+class Memory(AgentLoopMixin, FacadeBase):
     """A memory store for agents.
 
     Args:

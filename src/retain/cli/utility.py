@@ -16,7 +16,15 @@ from retain.cli.common import Commands, console, fail, make_encoder
 from retain.cli.options import PANEL_MODELS
 from retain.errors import RetainError
 
-__all__ = ["SHARES", "beam_chat_dirs", "loco_table", "register", "train_agent_utility_cmd", "train_utility_cmd"]
+__all__ = [
+    "SHARES",
+    "beam_chat_dirs",
+    "loco_table",
+    "register",
+    "train_agent_utility_cmd",
+    "train_phases_cmd",
+    "train_utility_cmd",
+]
 
 commands = Commands()
 register = commands.register
@@ -136,3 +144,29 @@ def train_agent_utility_cmd(
     out.write_text(model.to_json() + "\n", encoding="utf-8")
     fit = evaluate(model, traces)
     console.print(f"wrote {out}; in-sample ROC-AUC {fit['mean_auc']:.3f} over {len(traces)} scenarios")
+
+
+@commands("train-phases", PANEL_MODELS)
+def train_phases_cmd(
+    out: Annotated[Path, typer.Option(help="Where to write the phase-transition model JSON.")],
+    data: Annotated[list[Path], typer.Option(help="Scenario files or folders (training split only); repeatable.")],
+) -> None:
+    """Fit the phase-transition model of predictive prefetch (Memory.prefetch) on scenario traces.
+
+    Counts, for each task phase, the phase of the next event. The model shipped in
+    retain/models/phases.json was built with:
+    retain train-phases --data scenarios/train --out src/retain/models/phases.json
+    """
+    from retain.eval.scenarios import load_scenarios
+    from retain.state.prefetch import PhaseModel
+
+    try:
+        scenarios = load_scenarios(list(data))
+    except RetainError as exc:
+        fail(exc)
+    command = "retain train-phases " + " ".join(f"--data {d}" for d in data) + f" --out {out}"
+    sequences = [[str(e.state.get("phase") or "") for e in s.events] for s in scenarios]
+    model = PhaseModel.fit(sequences, trained_on=f"{len(scenarios)} scenarios; rebuild: {command}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(model.to_json() + "\n", encoding="utf-8")
+    console.print(f"wrote {out}: {len(model.transitions)} phases")

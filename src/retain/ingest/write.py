@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from retain.errors import InvalidInput
+from retain.ingest.directives import apply_directives
 from retain.ingest.draft import (
     NewMemory,
     check_actor_name,
@@ -96,7 +97,9 @@ def add_many(
         except InvalidInput as exc:
             raise type(exc)(f"item {i}: {exc}") from exc
     # another writer may store one of these texts, or change a record found, between look-up and write
-    return retry_on_conflict(lambda: write_drafts(core, namespace, actor, parsed, drafts, used))
+    ids = retry_on_conflict(lambda: write_drafts(core, namespace, actor, parsed, drafts, used))
+    apply_directives(core, namespace, actor, parsed, ids)  # memory cues, forget requests, confirmations, phases
+    return ids
 
 
 @dataclass

@@ -35,7 +35,8 @@ _INSTRUCTION = re.compile(
 )
 _PREFERENCE = re.compile(
     r"\bi(?:\s+(?:really\s+|strongly\s+|generally\s+|usually\s+|also\s+|still\s+)?(?:prefer|would prefer|"
-    r"would rather)|['’]d (?:prefer|rather))\b|\bmy (?:preference|preferred)\b|\bi (?:like|love|want) (?:to keep|it when)\b"
+    r"would rather)|['’]d (?:prefer|rather))\b|\bmy (?:preference|preferred)\b"
+    r"|\bi (?:like|love|want) (?:to keep|it when)\b"
     r"|我(?:更)?(?:喜欢|偏好|倾向于|更愿意)|希望.{0,12}(?:简洁|简单|详细)|の方が好き",
     re.IGNORECASE,
 )
