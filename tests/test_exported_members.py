@@ -71,7 +71,7 @@ def test_every_type_in_a_public_signature_of_memory_is_exported():
             if not callable(func):
                 continue
             # a mixin's method (retain.facade) resolves its annotations in its own module
-            hints = typing.get_type_hints(func, {**namespace, **vars(importlib.import_module(func.__module__))})
+            hints = typing.get_type_hints(func, {**namespace, **getattr(func, "__globals__", {})})
         for annotation in hints.values():
             for cls in _retain_types(annotation):
                 checked += 1
