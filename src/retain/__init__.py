@@ -42,6 +42,7 @@ from retain.safety.handoff import Handoff, WithheldItem
 from retain.safety.integrity import ForgetReport, RetentionReport
 from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder, StatePerceiver
+from retain.state.prefetch import Prefetch
 from retain.state.scorer import StateScorer
 from retain.store import Edge, EdgeType, RecordFilter, SQLiteStore, Store
 from retain.store.where import MetadataCondition
@@ -89,6 +90,7 @@ __all__ = [
     "MiniLMEncoder",
     "NewMemory",
     "PayloadTooLarge",
+    "Prefetch",
     "Principal",
     "Provenance",
     "RecordFilter",

@@ -81,9 +81,9 @@ class Core:
     def utility(self) -> UtilityModel | None:
         """The utility model in use (the shipped learned model is loaded on first need)."""
         if self._utility is None and self.budget is not None and self.budget.needs_utility:
-            from retain.retention.utility import LearnedUtility
+            from retain.retention.agent_utility import AgentUtility
 
-            self._utility = LearnedUtility.load()
+            self._utility = AgentUtility.load()  # agent streams; LearnedUtility for every other record
         return self._utility
 
     @property

@@ -20,6 +20,7 @@ from retain.core import Core, reembed
 from retain.encoders.basis import Encoder, MiniLMEncoder
 from retain.errors import InvalidInput
 from retain.facade.access import AccessMixin
+from retain.facade.agent import AgentLoopMixin
 from retain.facade.audit import AuditMixin
 from retain.facade.expiry import ExpiryMixin
 from retain.facade.messages import MessagesMixin
@@ -40,6 +41,7 @@ from retain.safety.integrity import ForgetReport, RetentionReport
 from retain.sequence import segments, timeline
 from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState
+from retain.state.prefetch import Prefetch  # noqa: F401  (resolves AgentLoopMixin.prefetch in signature checks)
 from retain.state.scorer import StateScorer
 from retain.store import HOT_TIERS, Edge, EdgeType, RecordFilter, Store
 from retain.store.locate import open_location
@@ -75,7 +77,7 @@ class _FromCore(Generic[_T]):
         raise AttributeError(f"property {self._name!r} of {type(obj).__name__!r} object has no deleter")
 
 
-class Memory(AccessMixin, AuditMixin, ExpiryMixin, MessagesMixin):
+class Memory(AccessMixin, AgentLoopMixin, AuditMixin, ExpiryMixin, MessagesMixin):
     """A memory store for agents.
 
     Args:

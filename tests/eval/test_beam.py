@@ -307,3 +307,23 @@ def test_beam_stream_carries_the_gold_order_of_event_ordering_questions(chat_dir
     ordering = report["runs"][0]["by_category"]["event_ordering"]
     assert -1.0 <= ordering["kendall_tau"] <= 1.0
     assert "kendall_tau" not in report["runs"][0]["by_category"]["knowledge_update"]
+
+
+def test_instructions_in_force_reach_the_context_without_echoing_the_question(tmp_path):
+    from retain.encoders.basis import HashingEncoder
+    from retain.eval.beam_runner import run_beam_context
+
+    chat = _chat()
+    chat[0]["turns"][1][0]["content"] = "Always use code blocks when I ask about implementation details."
+    questions = _questions()
+    questions["instruction_following"][0]["source_chat_ids"] = [4]
+    loaded = load_beam_chat(_write_chat(tmp_path / "1", chat=chat, questions=questions))
+    result = run_beam_context([loaded], HashingEncoder(64), progress=False)
+    assert result["by_category"]["instruction_following"] == {
+        "questions": 1,
+        "recall@10": 1.0,
+        "in_context": 1.0,
+        "context_items": result["questions"][0]["items"],
+    }
+    assert result["questions"][0]["standing"] == 1
+    assert "preference_following" not in result["by_category"]  # its only question has no evidence

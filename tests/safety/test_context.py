@@ -269,3 +269,19 @@ def test_provenance_holds_no_raw_secret() -> None:
     )
     prov = m.explain(ctx.provenance_id)
     assert "john.doe@example.com" not in prov.query and "4111" not in str(prov.state)
+
+
+def test_standing_instructions_and_preferences_are_carried_after_the_constraints() -> None:
+    from retain import Memory
+    from retain.encoders.basis import HashingEncoder
+
+    with Memory(encoder=HashingEncoder(64)) as mem:
+        rule = mem.add("Always include version numbers when I ask about libraries.", namespace="c", role="user")
+        taste = mem.add("I prefer minimal dependencies for this app.", namespace="c", role="user")
+        told = mem.add("Always include version numbers, the assistant said.", namespace="c", role="assistant")
+        for i in range(30):
+            mem.add(f"We talked about the weather on day {i}.", namespace="c", role="user")
+        ctx = mem.context("What should the login page look like?", namespace="c", budget_tokens=2000, k=3, working=0)
+        standing = [i.record_id for i in ctx.items if i.why == "standing"]
+        assert set(standing) == {rule, taste} and told not in standing
+        assert [i.why for i in ctx.items[: len(standing)]] == ["standing"] * len(standing)

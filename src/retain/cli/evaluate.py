@@ -114,6 +114,22 @@ def _print_locomo(result: dict[str, Any]) -> None:
         )
 
 
+def _beam_context(loaded: list[Any], enc: Any, json_out: Path | None) -> None:
+    """``eval beam --context``: the in-context recall table (:func:`retain.eval.beam_runner.run_beam_context`)."""
+    from retain.eval.beam_runner import run_beam_context
+    from retain.eval.report import write_json
+
+    result = run_beam_context(loaded, enc)
+    table = Table(title="BEAM evidence in the agent's context (Memory.context, k=10, no working tier)")
+    for col in ("category", "questions", "recall@10", "in context", "items"):
+        table.add_column(col, no_wrap=True)
+    for cat, v in result["by_category"].items():
+        table.add_row(cat, str(v["questions"]), cell(v["recall@10"]), cell(v["in_context"]), cell(v["context_items"]))
+    console.print(table)
+    if json_out is not None:
+        write_json(result, json_out)
+
+
 @commands("beam")
 def eval_beam(
     data: Annotated[
@@ -134,6 +150,14 @@ def eval_beam(
             "Memory.search(order='time')), 'rank' (every question best first), 'time'."
         ),
     ] = "auto",
+    context: Annotated[
+        bool,
+        typer.Option(
+            "--context",
+            help="Score instruction_following and preference_following through Memory.context "
+            "(what an agent's prompt holds: standing instructions and preferences, then 10 hits).",
+        ),
+    ] = False,
 ) -> None:
     """Replay BEAM chats into memory; evidence retrieval and budgeted hit rates per BEAM category."""
     from retain.eval.beam import load_beam
@@ -151,6 +175,9 @@ def eval_beam(
         fail(exc)
     enc = make_encoder(encoder)
     err_console.print(f"BEAM: {data} ({len(loaded)} chats), encoder {enc.name}")
+    if context:
+        _beam_context(loaded, enc, json_out)
+        return
     started = time.perf_counter()
     result = run_beam(
         loaded,

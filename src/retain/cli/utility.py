@@ -16,7 +16,15 @@ from retain.cli.common import Commands, console, fail, make_encoder
 from retain.cli.options import PANEL_MODELS
 from retain.errors import RetainError
 
-__all__ = ["SHARES", "beam_chat_dirs", "loco_table", "register", "train_utility_cmd"]
+__all__ = [
+    "SHARES",
+    "beam_chat_dirs",
+    "loco_table",
+    "register",
+    "train_agent_utility_cmd",
+    "train_phases_cmd",
+    "train_utility_cmd",
+]
 
 commands = Commands()
 register = commands.register
@@ -104,3 +112,61 @@ def train_utility_cmd(
     out.write_text(model.to_json() + "\n", encoding="utf-8")
     size = out.stat().st_size
     console.print(f"wrote {out} ({size / 1024:.1f} KB; trained on {sum(len(t[2]) for t in traces)} records)")
+
+
+@commands("train-agent-utility", PANEL_MODELS)
+def train_agent_utility_cmd(
+    out: Annotated[Path, typer.Option(help="Where to write the agent utility model JSON.")],
+    data: Annotated[list[Path], typer.Option(help="Scenario files or folders (training split only); repeatable.")],
+    c: Annotated[float, typer.Option(help="Inverse L2 regularisation strength.")] = 0.1,
+) -> None:
+    """Fit the agent-stream utility model (tool results, actions, plans, chatter) on scenario traces.
+
+    An event is positive when a later probe's 'needed' names it. Records of other streams keep the
+    shipped LoCoMo/BEAM model. The model shipped in retain/models/agent_utility.json was built with:
+    retain train-agent-utility --data scenarios/train --out src/retain/models/agent_utility.json
+    """
+    from retain.eval.scenarios import load_scenarios
+    from retain.eval.utility_traces import evaluate, scenario_traces
+    from retain.retention.agent_utility import train_agent_utility
+    from retain.retention.utility import RulePrior
+
+    try:
+        scenarios = load_scenarios(list(data))
+        traces = scenario_traces(scenarios)
+        model = train_agent_utility(traces, RulePrior(), c=c)
+    except RetainError as exc:
+        fail(exc)
+    command = "retain train-agent-utility " + " ".join(f"--data {d}" for d in data) + f" --out {out}"
+    command += f" --c {c}" if c != 0.1 else ""
+    model.trained_on = f"{len(scenarios)} scenarios ({', '.join(str(d) for d in data)}); rebuild: {command}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(model.to_json() + "\n", encoding="utf-8")
+    fit = evaluate(model, traces)
+    console.print(f"wrote {out}; in-sample ROC-AUC {fit['mean_auc']:.3f} over {len(traces)} scenarios")
+
+
+@commands("train-phases", PANEL_MODELS)
+def train_phases_cmd(
+    out: Annotated[Path, typer.Option(help="Where to write the phase-transition model JSON.")],
+    data: Annotated[list[Path], typer.Option(help="Scenario files or folders (training split only); repeatable.")],
+) -> None:
+    """Fit the phase-transition model of predictive prefetch (Memory.prefetch) on scenario traces.
+
+    Counts, for each task phase, the phase of the next event. The model shipped in
+    retain/models/phases.json was built with:
+    retain train-phases --data scenarios/train --out src/retain/models/phases.json
+    """
+    from retain.eval.scenarios import load_scenarios
+    from retain.state.prefetch import PhaseModel
+
+    try:
+        scenarios = load_scenarios(list(data))
+    except RetainError as exc:
+        fail(exc)
+    command = "retain train-phases " + " ".join(f"--data {d}" for d in data) + f" --out {out}"
+    sequences = [[str(e.state.get("phase") or "") for e in s.events] for s in scenarios]
+    model = PhaseModel.fit(sequences, trained_on=f"{len(scenarios)} scenarios; rebuild: {command}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(model.to_json() + "\n", encoding="utf-8")
+    console.print(f"wrote {out}: {len(model.transitions)} phases")

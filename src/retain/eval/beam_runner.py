@@ -19,7 +19,7 @@ from retain.eval.beam import BEAM_CATEGORIES, BeamChat
 from retain.eval.streams import CachingEncoder, Stream, StreamQuestion, run_budget_grid
 from retain.ingest.draft import NewMemory
 
-__all__ = ["BEAM_CONFIG", "beam_stream", "run_beam"]
+__all__ = ["BEAM_CONFIG", "CONTEXT_CATEGORIES", "beam_stream", "run_beam", "run_beam_context"]
 
 # BEAM assistant replies run to several thousand characters; one message stays one record so that a
 # budget share of messages is a share of records.
@@ -125,6 +125,74 @@ def run_beam(
         "order": order,
         "runs": runs,
     }
+
+
+CONTEXT_CATEGORIES = ("instruction_following", "preference_following")
+"""The categories whose evidence must shape an answer without being asked about: scored in context."""
+CONTEXT_K = 10
+
+
+def run_beam_context(
+    chats: Sequence[BeamChat],
+    encoder: Encoder,
+    *,
+    categories: Sequence[str] = CONTEXT_CATEGORIES,
+    budget_tokens: int = 100_000,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Score BEAM questions through the context an agent would get (:meth:`Memory.context
+    <retain.memory.Memory.context>` with ``k`` = 10 search hits and no working tier), not the search.
+
+    Each chat is streamed into a fresh memory as :func:`beam_stream` stores it; each question of
+    ``categories`` with evidence is asked once after the whole chat. ``recall@10``: mean over
+    questions of the share of evidence messages among the context's first 10 items, in the order the
+    context packs them (hard constraints, the standing instructions and preferences in force, then the
+    hits); ``in_context``: the same over every packed item. The BEAM category is read only to pick
+    and group the questions, never by the memory.
+
+    Returns ``{"dataset", "chats", "k", "by_category": {category: {"questions", "recall@10",
+    "in_context", "context_items"}}, "questions": [per-question rows]}``; figures in [0, 1], higher = better.
+    """
+    from tqdm import tqdm
+
+    from retain.eval.metrics import mean_or_none
+    from retain.memory import Memory
+
+    cached = CachingEncoder(encoder)
+    rows: list[dict[str, Any]] = []
+    for chat in tqdm(chats, disable=not progress, desc="beam chats", unit="chat"):
+        stream, ns = beam_stream(chat), f"beam-{chat.chat_id}"
+        with Memory(encoder=cached, config=BEAM_CONFIG) as mem:
+            for batch in stream.batches:
+                mem.add_many(list(batch), namespace=ns)
+            for q in chat.questions:
+                if q.category not in categories or not q.evidence:
+                    continue
+                ctx = mem.context(q.question, namespace=ns, budget_tokens=budget_tokens, k=CONTEXT_K, working=0)
+                by_id = {r.id: r for r in mem.store.get(ns, [i.record_id for i in ctx.items])}
+                packed = [by_id[i.record_id].metadata.get("evidence_id") for i in ctx.items if i.record_id in by_id]
+                evidence = {str(e) for e in q.evidence}
+                rows.append(
+                    {
+                        "chat": chat.chat_id,
+                        "category": q.category,
+                        "recall@10": len(evidence & set(packed[:CONTEXT_K])) / len(evidence),
+                        "in_context": len(evidence & set(packed)) / len(evidence),
+                        "items": len(packed),
+                        "standing": sum(i.why == "standing" for i in ctx.items),
+                    }
+                )
+    by_category = {
+        cat: {
+            "questions": len(mine),
+            "recall@10": mean_or_none([r["recall@10"] for r in mine]),
+            "in_context": mean_or_none([r["in_context"] for r in mine]),
+            "context_items": mean_or_none([float(r["items"]) for r in mine]),
+        }
+        for cat in categories
+        if (mine := [r for r in rows if r["category"] == cat])
+    }
+    return {"dataset": "beam", "chats": len(chats), "k": CONTEXT_K, "by_category": by_category, "questions": rows}
 
 
 def write_beam_report(report: dict[str, Any], directory: str | Path) -> Path:

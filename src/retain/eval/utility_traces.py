@@ -31,6 +31,7 @@ from retain.text.classify import classify
 
 if TYPE_CHECKING:
     from retain.eval.datasets import LocomoConversation
+    from retain.eval.scenarios import Scenario
 
 __all__ = [
     "DEFAULT_SHARES",
@@ -39,6 +40,7 @@ __all__ = [
     "evaluate_scores",
     "loco_auc",
     "locomo_traces",
+    "scenario_traces",
     "stream_contexts",
 ]
 
@@ -172,6 +174,40 @@ def beam_traces(chat_dirs: Iterable[str | Path], encoder: Encoder) -> list[Trace
                     )
                     labels.append(message["id"] in wanted)
         traces.append(_trace(records, labels, encoder))
+    return traces
+
+
+def scenario_traces(scenarios: Iterable[Scenario]) -> list[Trace]:
+    """Agent traces from scenario files (``retain-scenario/1``), one per scenario, events in order.
+
+    Records as a replay stores them, without embeddings (the agent features need none): content,
+    role, type by :func:`retain.text.classify.classify` (gold types are never read), the event's phase
+    in ``metadata["phase"]``, ``seq`` = position. Context: the record before (no held embeddings, no
+    mean length). Label: some probe after the event names it in ``needed`` (what a later decision
+    needed); ``forbidden`` and ``gold`` are not read.
+    """
+    from retain.state.candidates import PHASE_KEY
+
+    traces: list[Trace] = []
+    for s in scenarios:
+        position = {e.id: e.index for e in s.events}
+        needed = {n for p in s.probes for n in p.needed if position.get(n, 1 << 30) <= position[p.after]}
+        records = [
+            MemoryRecord(
+                id=f"{s.id}:{e.id}",
+                namespace=s.id,
+                content=e.text,
+                type=classify(e.text, e.role),
+                role=e.role,
+                source=f"scenario:{s.id}:{e.id}",
+                seq=e.index,
+                metadata={PHASE_KEY: str(e.state["phase"])} if e.state.get("phase") else {},
+            )
+            for e in s.events
+        ]
+        empty = np.zeros((0, 0), dtype=np.float32)
+        contexts = [UtilityContext(empty, records[i - 1] if i else None) for i in range(len(records))]
+        traces.append((records, contexts, np.array([e.id in needed for e in s.events], dtype=bool)))
     return traces
 
 

@@ -30,6 +30,7 @@ from retain.safety.canary import is_canary
 from retain.state.agent import AgentState
 from retain.state.candidates import PHASE_KEY
 from retain.store import AuditEntry, FindByHash, RecordFilter, RequireUnchanged, RequireUnique, Store
+from retain.text.directives import DIRECTIVE_KEY, standing_directive
 from retain.text.temporal import time_refs_metadata
 
 if TYPE_CHECKING:
@@ -223,6 +224,10 @@ def draft(item: NewMemory, namespace: str, config: MemoryConfig) -> list[MemoryR
         phase = AgentState.from_dict(item.state).phase
         if phase:
             item = replace(item, metadata={**item.metadata, PHASE_KEY: phase})
+    if item.role.strip().lower() == "user" and DIRECTIVE_KEY not in item.metadata:
+        kind = standing_directive(content)  # an instruction or preference in force: carried by context()
+        if kind:
+            item = replace(item, metadata={**item.metadata, DIRECTIVE_KEY: kind})
     pieces = split_text(content, config.max_record_chars)
     event_time = caller_time(item.event_time, field_name="event_time", naive_zone=config.naive_timezone)
     group = new_id()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from retain.errors import HotSetChanged, InvalidInput
+from retain.ingest.directives import apply_directives
 from retain.ingest.draft import (
     NewMemory,
     check_actor_name,
@@ -102,7 +103,9 @@ def add_many(
             raise type(exc)(f"item {i}: {exc}") from exc
     expire(core, namespace)  # expired records leave hot memory (to the archive, audited) before it is counted
     # another writer may store one of these texts, or change a record found, between look-up and write
-    return retry_on_conflict(lambda: write_drafts(core, namespace, actor, parsed, drafts, used))
+    ids = retry_on_conflict(lambda: write_drafts(core, namespace, actor, parsed, drafts, used))
+    apply_directives(core, namespace, actor, parsed, ids)  # memory cues, forget requests, confirmations, phases
+    return ids
 
 
 @dataclass

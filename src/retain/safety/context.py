@@ -55,6 +55,7 @@ from retain.safety.canary import is_canary
 from retain.safety.observe import annotate, observed
 from retain.safety.packing import ContextItem, Filling, LeftOut, fit_constraints, is_chatter, render_line, state_text
 from retain.safety.redaction import redact_record, redact_value, scrub
+from retain.safety.standing import standing_records
 from retain.state.agent import AgentState
 from retain.state.candidates import PHASE_KEY
 from retain.store import HOT_TIERS, AppendAudit, AuditEntry, PutProvenance, RecordFilter, Store
@@ -232,7 +233,8 @@ def pack(
     state_doc = _check_state(state)
     mandatory, working_set = _tiers(core.store, namespace, state_doc, working)
     candidates = _candidates(core, query, namespace, state_doc, k, HOT_TIERS)
-    tokens = _token_counts(core, [*mandatory, *working_set, *(h.record for h in candidates)])
+    standing = [redact_record(r).record for r in standing_records(core, namespace, query)]
+    tokens = _token_counts(core, [*mandatory, *standing, *working_set, *(h.record for h in candidates)])
     filled = Filling(budget_tokens, threshold, tokens)
     fit_constraints(
         filled,
@@ -243,6 +245,7 @@ def pack(
         state_text=state_text(state_doc),
         summariser=summariser,
     )
+    filled.add_section(standing, "standing")  # the user's instructions and preferences in force
     filled.add_section(working_set, "working", skip_chatter=True)
     filled.add_hits(candidates)
     look = ARCHIVE_DEFAULT if archive is None else archive
