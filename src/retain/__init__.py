@@ -22,13 +22,16 @@ from retain.errors import (
     WriteConflict,
 )
 from retain.ingest.conflict import ConflictJudge, ConflictPolicy
+from retain.ingest.conflict_model import ConflictModel, ConflictTree
 from retain.ingest.draft import NewMemory
+from retain.ingest.judge import OpenAIJudge
 from retain.memory import Memory
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.budget import Budget, BudgetUnit
 from retain.retention.utility import UtilityModel
 from retain.retrieval.fusion import Fusion, Hit, LinearFusion, SearchConfig, SearchMode, SearchOrder
 from retain.safety.canary import CanaryReport, CanaryStatus
+from retain.safety.conflicts import Conflict
 from retain.safety.context import Context, ContextItem, LeftOut, Provenance
 from retain.safety.handoff import Handoff, WithheldItem
 from retain.safety.integrity import ForgetReport, RetentionReport
@@ -46,8 +49,11 @@ __all__ = [
     "BudgetUnit",
     "CanaryReport",
     "CanaryStatus",
+    "Conflict",
     "ConflictJudge",
+    "ConflictModel",
     "ConflictPolicy",
+    "ConflictTree",
     "Context",
     "ContextItem",
     "Core",
@@ -74,6 +80,7 @@ __all__ = [
     "MemoryType",
     "MiniLMEncoder",
     "NewMemory",
+    "OpenAIJudge",
     "Provenance",
     "RecordFilter",
     "RecordNotFound",

@@ -20,6 +20,7 @@ from retain.core import Core, reembed
 from retain.encoders.basis import Encoder, MiniLMEncoder
 from retain.errors import InvalidInput
 from retain.facade.base import FacadeBase
+from retain.facade.conflicts import ConflictsMixin
 from retain.ingest import write
 from retain.ingest.draft import NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier, validate_namespace
@@ -30,6 +31,7 @@ from retain.retrieval.fusion import Hit, LinearFusion, SearchConfig, SearchOrder
 from retain.retrieval.search import SearchRequest, search
 from retain.safety import canary, egress, integrity
 from retain.safety.canary import CanaryReport
+from retain.safety.conflicts import Conflict  # noqa: F401 (the mixins' annotations resolve here)
 from retain.safety.context import Context, Provenance, explain, pack
 from retain.safety.handoff import Handoff, HandoffFormat
 from retain.safety.integrity import ForgetReport, RetentionReport
@@ -71,7 +73,7 @@ class _FromCore(Generic[_T]):
         raise AttributeError(f"property {self._name!r} of {type(obj).__name__!r} object has no deleter")
 
 
-class Memory(FacadeBase):
+class Memory(ConflictsMixin, FacadeBase):
     """A memory store for agents.
 
     Args:

@@ -41,6 +41,7 @@ from retain.errors import BudgetInfeasible, InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, MemoryType, new_id, utcnow, validate_namespace
 from retain.retrieval.search import SearchRequest, search
 from retain.safety.canary import is_canary
+from retain.safety.conflicts import list_conflicts, to_confirm_lines
 from retain.safety.observe import annotate, observed
 from retain.safety.redaction import redact_record, redact_value, scrub
 from retain.state.agent import AgentState
@@ -232,7 +233,8 @@ def pack(
     working: int = 5,
 ) -> Context:
     """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens
-    of the rendered lines): the namespace's current hard constraints first (mandatory), then the
+    of the rendered lines): the namespace's current hard constraints first (mandatory), then the open
+    conflicts "to confirm" with a clarifying question each (:mod:`retain.safety.conflicts`), then the
     working tier (the ``working`` newest records and, with a state, the current phase's newest
     records), then state-adaptive search hits best first (the long-term tier). Returns a
     :class:`Context` (``text``, ``provenance_id``, included items with scores and sources, left-out
@@ -272,6 +274,7 @@ def pack(
         )
     filled = _Filling(budget_tokens, threshold, tokens)
     filled.add_mandatory(mandatory, {h.record.id: h for h in candidates})
+    filled.add_to_confirm(core, namespace)
     filled.add_working(working_set)
     filled.add_hits(candidates)
     provenance = Provenance(
@@ -358,6 +361,22 @@ class _Filling:
         for rec in mandatory:
             self.packed.add(rec.id)
             self._put(rec, "hard_constraint", hits.get(rec.id))
+
+    def add_to_confirm(self, core: Core, namespace: str) -> None:
+        """The "To confirm" section (:func:`retain.safety.conflicts.to_confirm_lines`, secrets
+        scrubbed) right after the hard constraints, when it fits; else each conflict is left out
+        for the budget."""
+        conflicts = list_conflicts(core.store, namespace)
+        lines = [scrub(line) for line in to_confirm_lines(conflicts)]
+        if not lines:
+            return
+        need = sum(core.encoder.count_tokens(lines))
+        if self.used + need > self.budget:
+            detail = f"to confirm: needs {need} tokens, {self.budget - self.used} left"
+            self.left += [LeftOut(c.new.id, "budget", None, None, 0, detail) for c in conflicts]
+            return
+        self.used += need
+        self.lines += lines
 
     def add_working(self, working_set: Sequence[MemoryRecord]) -> None:
         """The working tier, newest first, each record that fits."""
