@@ -54,7 +54,8 @@ def main() -> None:
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     stored = len(mem.records(namespace="bulk"))
     print(
-        f"{len(items)} turns in calls of {step}: {wall:.1f} s wall ({len(items) / wall:,.0f} records/s), {cpu:.1f} s CPU"
+        f"{len(items)} turns in calls of {step}: {wall:.1f} s wall ({len(items) / wall:,.0f} records/s), "
+        f"{cpu:.1f} s CPU"
     )
     print(f"  supersede detection (find_updates): {spent['find_updates']:.1f} s; records stored: {stored}")
 

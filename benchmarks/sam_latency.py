@@ -16,9 +16,10 @@ CPU time (``process_time``, every thread of the process; less sensitive to other
 Each pass also prints the state's own stages, timed inside each search with a state and summed per
 search: encoding the state (``StateEncoder.missing`` / ``add_vectors`` / ``encode``; with the MiniLM
 encoder the forward pass that carries new state texts with the query is not included), the scan for the
-records nearest to it (``retain.retrieval.pool.state_pool``), the scorer's inputs (``retain.retrieval.pool.sam_inputs``) and
-the scorer (``StateScorer.score``). What they leave out of the difference above is the content fusion's
-work on the records the state added to the pool, and the variance of the two searches compared.
+records nearest to it (``retain.retrieval.pool.state_pool``), the scorer's inputs
+(``retain.retrieval.pool.sam_inputs``) and the scorer (``StateScorer.score``). What they leave out of
+the difference above is the content fusion's work on the records the state added to the pool, and the
+variance of the two searches compared.
 
     python benchmarks/sam_latency.py [--records 10000] [--queries 300] [--state-every 10] [--one-memory]
         [--encoder hashing|minilm]

@@ -7,14 +7,17 @@ needs a server (Postgres) adds its param with a ``skipif`` mark on the missing D
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from postgres_server import postgres_url
 from retain.encoders.basis import HashingEncoder
 from retain.memory import Memory
 from retain.store import SQLiteStore, Store
+from retain.store.postgres import PostgresStore
 
 StoreFactory = Callable[[Path], Store]
 
@@ -29,9 +32,15 @@ def _sqlite_file(tmp_path: Path) -> Store:
     return SQLiteStore(tmp_path / "retain.db", create_dirs=True)  # fixtures pass folders not made yet
 
 
+def _postgres(tmp_path: Path) -> Store:
+    """A store in a fresh schema of the test Postgres server (started once per test session)."""
+    return PostgresStore(postgres_url(), schema=f"t_{uuid.uuid4().hex}")
+
+
 BACKENDS = [
     pytest.param(_sqlite_memory, id="sqlite-memory"),
     pytest.param(_sqlite_file, id="sqlite-file"),
+    pytest.param(_postgres, id="postgres"),
 ]
 
 

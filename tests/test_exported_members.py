@@ -70,7 +70,8 @@ def test_every_type_in_a_public_signature_of_memory_is_exported():
             func = member.fget if isinstance(member, property) else member
             if not callable(func):
                 continue
-            hints = typing.get_type_hints(func, namespace)
+            # a mixin's method (retain.facade) resolves its annotations in its own module
+            hints = typing.get_type_hints(func, {**namespace, **getattr(func, "__globals__", {})})
         for annotation in hints.values():
             for cls in _retain_types(annotation):
                 checked += 1

@@ -15,12 +15,17 @@ from retain.errors import (
     Forbidden,
     InvalidInput,
     InvalidUtility,
+    PayloadTooLarge,
     RecordNotFound,
     RetainError,
     SchemaError,
+    StoreUnavailable,
     TextTooLong,
+    Unauthorized,
     WriteConflict,
 )
+from retain.facade.actor import ActorMemory
+from retain.facade.aio import AsyncMemory
 from retain.ingest.conflict import ConflictJudge, ConflictPolicy
 from retain.ingest.conflict_model import ConflictModel, ConflictTree
 from retain.ingest.draft import NewMemory
@@ -30,6 +35,8 @@ from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.budget import Budget, BudgetUnit
 from retain.retention.utility import UtilityModel
 from retain.retrieval.fusion import Fusion, Hit, LinearFusion, SearchConfig, SearchMode, SearchOrder
+from retain.safety.access import Grant, Principal, Role
+from retain.safety.audit import VerifyReport
 from retain.safety.canary import CanaryReport, CanaryStatus
 from retain.safety.conflicts import Conflict
 from retain.safety.context import Context, ContextItem, LeftOut, Provenance
@@ -39,11 +46,14 @@ from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder, StatePerceiver
 from retain.state.scorer import StateScorer
 from retain.store import Edge, EdgeType, RecordFilter, SQLiteStore, Store
+from retain.store.where import MetadataCondition
 from retain.text.classify import classify, classify_with_reason
 from retain.text.temporal import TimeRef, parse_query_time, resolve_times
 
 __all__ = [
+    "ActorMemory",
     "AgentState",
+    "AsyncMemory",
     "Budget",
     "BudgetInfeasible",
     "BudgetUnit",
@@ -66,6 +76,7 @@ __all__ = [
     "Forbidden",
     "ForgetReport",
     "Fusion",
+    "Grant",
     "GraphConfig",
     "Handoff",
     "HashingEncoder",
@@ -78,15 +89,19 @@ __all__ = [
     "MemoryConfig",
     "MemoryRecord",
     "MemoryType",
+    "MetadataCondition",
     "MiniLMEncoder",
     "NewMemory",
     "OpenAIJudge",
+    "PayloadTooLarge",
+    "Principal",
     "Provenance",
     "RecordFilter",
     "RecordNotFound",
     "RetainError",
     "RetentionReport",
     "RetrievalConfig",
+    "Role",
     "SQLiteStore",
     "SchemaError",
     "SearchConfig",
@@ -97,11 +112,14 @@ __all__ = [
     "StatePerceiver",
     "StateScorer",
     "Store",
+    "StoreUnavailable",
     "Summariser",
     "TextTooLong",
     "Tier",
     "TimeRef",
+    "Unauthorized",
     "UtilityModel",
+    "VerifyReport",
     "WithheldItem",
     "WriteConflict",
     "classify",

@@ -22,13 +22,13 @@ from retain.config import MemoryConfig
 from retain.encoders.basis import Encoder
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, Tier, search_text, validate_namespace
-from retain.retention.budget import Budget, HotSet, eviction_entries, is_mandatory
+from retain.retention.budget import Budget, BudgetDecision, HotSet, eviction_entries, is_mandatory
 from retain.retrieval.fusion import LinearFusion
 from retain.safety.observe import observed, offered
 from retain.state.agent import StateEncoder
 from retain.state.candidates import CandidateMemo
 from retain.state.scorer import StateScorer
-from retain.store import ALL_RECORDS, AuditEntry, RecordFilter, Store
+from retain.store import ALL_RECORDS, RecordFilter, RequireHot, Store
 from retain.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -186,25 +186,27 @@ class Core:
         when a write fails after the cache was updated."""
         self._hot.pop(namespace, None)
 
-    def hotset(self, namespace: str, exclude: frozenset[str] = frozenset()) -> tuple[HotSet, list[str]]:
+    def hotset(self, namespace: str, exclude: frozenset[str] = frozenset()) -> tuple[HotSet, list[int], frozenset[str]]:
         """The namespace's retention state, rebuilt from the store when missing, stale (another
         process changed the hot set) or when ``exclude`` names records leaving it.
 
-        Returns the state and the ids a rebuild evicted (the budget may have shrunk since).
+        Returns the state, the indices (into ``state.ids``) a rebuild evicted (the budget may have
+        shrunk since, or another writer overfilled it), and the ids of the hot records the state
+        stands for as committed in the store: the guard (:class:`~retain.store.RequireHot`) the
+        decision is written under.
         """
         assert self.budget is not None
         hot = self._hot.get(namespace)
         if not exclude and hot is not None and len(hot.hot) == self.store.count(namespace, RecordFilter()):
-            return hot, []
+            return hot, [], frozenset(hot.hot)
         hot = HotSet(self.budget, self.encoder.dim)
-        evicted: list[str] = []
-        current = [
-            r for r in self.store.list_records(namespace, RecordFilter(), order="created") if r.id not in exclude
-        ]
+        evicted: list[int] = []
+        listed = self.store.list_records(namespace, RecordFilter(), order="created")
+        current = [r for r in listed if r.id not in exclude]
         for i, rec in enumerate(current):
-            evicted.extend(hot.ids[j] for j in hot.offer(rec, at=float(i)))
+            evicted.extend(hot.offer(rec, at=float(i)))
         self._hot[namespace] = hot
-        return hot, evicted
+        return hot, evicted, frozenset(r.id for r in listed)
 
     @observed("evict", result=offered)
     def apply_budget(
@@ -215,12 +217,15 @@ class Core:
         actor: str,
         trigger: str,
         exclude: frozenset[str] = frozenset(),
-    ) -> tuple[list[MemoryRecord], list[MemoryRecord], list[AuditEntry]]:
+    ) -> BudgetDecision:
         """Offer ``fresh`` to the namespace's hot set (EMBER budget, :mod:`retain.retention.budget`);
-        returns (fresh with tiers set, existing records moved to the archive, eviction audit entries).
-        The cache is invalidated when the offer fails."""
+        returns a :class:`~retain.retention.budget.BudgetDecision`: fresh with tiers set, existing
+        records moved to the archive, their eviction audit entries (policy, utility, capacity, reason)
+        and the :class:`~retain.store.RequireHot` guard the caller must write them under, so that the
+        decision is committed only against the hot memory it was made on. The cache is invalidated
+        when the offer fails."""
         try:
-            hot, rebuilt_out = self.hotset(namespace, exclude)
+            hot, rebuilt_out, committed = self.hotset(namespace, exclude)
             start = len(hot.ids)
             fresh = [r.evolve(tier=Tier.CORE) if is_mandatory(r) else r for r in fresh]
             victims: list[int] = []
@@ -231,14 +236,13 @@ class Core:
             raise
         fresh_ids = {r.id for r in fresh}
         out = [r if r.id in hot.hot else r.evolve(tier=Tier.ARCHIVE) for r in fresh]
-        leaving = [hot.ids[j] for j in victims if hot.ids[j] not in fresh_ids] + rebuilt_out
-        moved = [r.evolve(tier=Tier.ARCHIVE) for r in self.store.get(namespace, leaving)]
+        leaving_at = [j for j in victims if hot.ids[j] not in fresh_ids] + rebuilt_out
+        moved = [r.evolve(tier=Tier.ARCHIVE) for r in self.store.get(namespace, [hot.ids[j] for j in leaving_at])]
         entries = eviction_entries(hot, namespace, victims, actor=actor, trigger=trigger)
-        entries += [
-            AuditEntry(namespace, "evict", rid, f"policy:{hot.budget.policy}", "budget shrank", hot.budget.policy)
-            for rid in rebuilt_out
-        ]
-        return out, moved, entries
+        entries += eviction_entries(
+            hot, namespace, rebuilt_out, actor=actor, trigger=f"{trigger} (rebuilt over capacity)"
+        )
+        return BudgetDecision(out, moved, entries, RequireHot(namespace, committed))
 
 
 def reembed(path: str | Path, encoder: Encoder, *, batch_size: int = 256) -> int:

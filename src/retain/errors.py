@@ -6,13 +6,17 @@ so callers can catch either::
     RetainError
     ├── InvalidInput (ValueError)          bad argument at the public boundary; nothing was written
     │   ├── TextTooLong (ValueError)       text over the configured limit when splitting is off
-    │   └── WriteConflict (ValueError)     a guarded batch found a record changed since it was read; nothing written
-    │       └── DuplicateContent           a batch guarded by RequireUnique met a current copy; nothing written
+    │   ├── WriteConflict (ValueError)     a guarded batch found a record changed since it was read; nothing written
+    │   │   └── DuplicateContent           a batch guarded by RequireUnique met a current copy; nothing written
+    │   └── PayloadTooLarge (ValueError)   a request body over the service's size limit; not read, nothing written
     ├── RecordNotFound (KeyError)          no record with that id in that namespace
     ├── EncoderMismatch (ValueError)       store was built with another encoder (name or dimension)
     ├── SchemaError (RuntimeError)         store schema is newer than this library, or not set up
+    ├── StoreUnavailable (ConnectionError) a server-backed store cannot be reached (the message names host and database)
     ├── BudgetInfeasible (ValueError)      mandatory items do not fit in the budget
-    ├── Forbidden (PermissionError)        an untrusted actor asked to change a protected record
+    ├── Forbidden (PermissionError)        an untrusted actor asked to change a protected record, or a
+    │                                      principal lacks the role a namespace needs (retain.safety.access)
+    ├── Unauthorized (PermissionError)     no credentials, or an unknown or revoked API key (retain serve)
     ├── InvalidUtility (ValueError)        a utility model returned NaN / inf / out-of-range scores
     └── DatasetUnavailable (FileNotFoundError)  evaluation data not on disk and not downloadable
 """
@@ -72,14 +76,32 @@ class SchemaError(RetainError, RuntimeError):
     """The on-disk schema is unknown to this version of retain, or `setup()` was not run."""
 
 
+class StoreUnavailable(RetainError, ConnectionError):
+    """A server-backed store (Postgres) cannot be reached, refused the login, or lost the connection
+    during a batch that writes (which may or may not have committed). The message names the host and
+    database, never a password."""
+
+
 class BudgetInfeasible(RetainError, ValueError):
     """The mandatory records alone exceed the budget; nothing was evicted or dropped."""
 
 
 class Forbidden(RetainError, PermissionError):
     """An untrusted actor (tool output, retrieved document, the agent) asked to remove or change a
-    protected record (a current hard constraint, or a pinned record). Nothing was changed; the
-    refusal is in the audit log."""
+    protected record (a current hard constraint, or a pinned record), or a
+    :class:`~retain.safety.access.Principal` asked for an operation its role on the namespace does
+    not allow (another tenant's namespace included). Nothing was read or changed; the refusal is in
+    the audit log."""
+
+
+class Unauthorized(RetainError, PermissionError):
+    """A request to the REST service (``retain serve``) carried no API key, or one that is unknown
+    or revoked. Nothing was read or written; the refusal is in the audit log."""
+
+
+class PayloadTooLarge(InvalidInput):
+    """A request body is over the REST service's size limit (bytes); it was refused before being
+    read in full or parsed, and nothing was written."""
 
 
 class InvalidUtility(RetainError, ValueError):

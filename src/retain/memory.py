@@ -19,12 +19,16 @@ from retain.config import DEFAULT_MEMORY_CONFIG, MemoryConfig
 from retain.core import Core, reembed
 from retain.encoders.basis import Encoder, MiniLMEncoder
 from retain.errors import InvalidInput
-from retain.facade.base import FacadeBase
+from retain.facade.access import AccessMixin
+from retain.facade.audit import AuditMixin
 from retain.facade.conflicts import ConflictsMixin
+from retain.facade.expiry import ExpiryMixin
+from retain.facade.messages import MessagesMixin
 from retain.ingest import write
 from retain.ingest.draft import NewMemory
-from retain.record import MemoryRecord, MemoryType, Tier, validate_namespace
+from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.budget import Budget
+from retain.retention.expiry import expire, with_expiry
 from retain.retention.utility import UtilityModel
 from retain.retrieval import graph
 from retain.retrieval.fusion import Hit, LinearFusion, SearchConfig, SearchOrder
@@ -40,7 +44,7 @@ from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState
 from retain.state.scorer import StateScorer
 from retain.store import HOT_TIERS, Edge, EdgeType, RecordFilter, Store
-from retain.store.sqlite import SQLiteStore
+from retain.store.locate import open_location
 
 __all__ = ["Memory"]
 
@@ -73,12 +77,13 @@ class _FromCore(Generic[_T]):
         raise AttributeError(f"property {self._name!r} of {type(obj).__name__!r} object has no deleter")
 
 
-class Memory(ConflictsMixin, FacadeBase):
+class Memory(AccessMixin, AuditMixin, ConflictsMixin, ExpiryMixin, MessagesMixin):
     """A memory store for agents.
 
     Args:
         path: SQLite file path, or ":memory:" (default) for a private in-memory store. The file is
-            created when missing; its folder must exist unless ``create_dirs``.
+            created when missing; its folder must exist unless ``create_dirs``. A
+            ``postgresql://`` URL opens the Postgres backend (the ``postgres`` extra).
         encoder: an :class:`~retain.encoders.basis.Encoder`; default all-MiniLM-L6-v2 (loaded on first use).
         store: an already constructed :class:`~retain.store.Store` (``path`` is then ignored).
         config: limits and switches (:class:`MemoryConfig`).
@@ -117,7 +122,7 @@ class Memory(ConflictsMixin, FacadeBase):
         create_dirs: bool = False,
     ) -> None:
         chosen = encoder if encoder is not None else MiniLMEncoder()
-        opened = store if store is not None else SQLiteStore(path, create_dirs=create_dirs)
+        opened = store if store is not None else open_location(path, create_dirs=create_dirs)
         self._core = Core(
             opened, chosen, config, budget=budget, utility=utility, fusion=fusion, state_scorer=state_scorer
         )
@@ -193,6 +198,8 @@ class Memory(ConflictsMixin, FacadeBase):
         actor: str = "user",
         state: AgentState | Mapping[str, Any] | None = None,
         derived_from: Sequence[str] | None = None,
+        ttl: float | None = None,
+        expires_at: datetime | str | None = None,
     ) -> str:
         """Store one memory and return its id.
 
@@ -200,7 +207,9 @@ class Memory(ConflictsMixin, FacadeBase):
         parts (the first part's id is returned). Content already current in the namespace (same role,
         segment and ``seq``) is stored once and its id returned (``config.dedupe``; atomic, see
         :meth:`add_many`). ``state`` keeps its phase in ``metadata["phase"]``; ``importance`` (0..1)
-        defaults to the utility model's prediction, else 0.5; ``derived_from`` ids get edges.
+        defaults to the utility model's prediction, else 0.5; ``derived_from`` ids get edges. ``ttl``
+        (seconds) or ``expires_at`` (UTC) sets an expiry: then the record moves to the archive, audited
+        (:mod:`retain.retention.expiry`).
 
         Raises:
             InvalidInput: empty or whitespace-only content, bad namespace, bad field values, a
@@ -225,7 +234,7 @@ class Memory(ConflictsMixin, FacadeBase):
             importance=importance,
             pinned=pinned,
             confidence=confidence,
-            metadata=metadata or {},
+            metadata=with_expiry(metadata, ttl, expires_at) or {},
             state=state,
             derived_from=graph.check_derived(derived_from),
         )
@@ -375,7 +384,7 @@ class Memory(ConflictsMixin, FacadeBase):
         self, *, namespace: str, include_archive: bool = True, include_superseded: bool = False
     ) -> list[MemoryRecord]:
         """All records of ``namespace`` in insertion order, as stored (not redacted)."""
-        validate_namespace(namespace)
+        expire(self._core, namespace)
         flt = RecordFilter(tiers=None if include_archive else HOT_TIERS, include_superseded=include_superseded)
         return self._core.store.list_records(namespace, flt)
 
@@ -422,6 +431,7 @@ class Memory(ConflictsMixin, FacadeBase):
         start: datetime | str | None = None,
         end: datetime | str | None = None,
         include_superseded: bool = False,
+        where: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         mmr_lambda: float | None = None,
         state: AgentState | Mapping[str, Any] | None = None,
@@ -440,6 +450,7 @@ class Memory(ConflictsMixin, FacadeBase):
             query: free text, at most :data:`~retain.text.lexical.MAX_QUERY_CHARS` characters; blank = [].
             k: number of hits (>= 1). config: a :class:`SearchConfig` or a preset name. types, tiers,
                 start, end, include_superseded: filters (default: hot tiers, current records).
+            where: metadata conditions (``{"key": value, "n": {"$gte": 3}}``; :mod:`retain.store.where`).
             threshold, mmr_lambda: override the config's relevance threshold and MMR trade-off.
             state: the agent's task state: state-adaptive ranking (:mod:`retain.state.scorer`).
             allow_raw: records as stored; default False returns redacted copies.
@@ -450,7 +461,7 @@ class Memory(ConflictsMixin, FacadeBase):
         Raises:
             InvalidInput: bad namespace; query not a string or over ``MAX_QUERY_CHARS`` characters; k < 1;
                 unknown preset, type, tier or order; ``allow_raw`` not a bool; ``expand`` not an int
-                >= 0, or ``expand`` with ``order="time"``.
+                >= 0, or ``expand`` with ``order="time"``; a bad ``where`` operator or value.
         """
         # the parameters after ``namespace`` are the fields of SearchRequest, same names, defaults
         # and annotations (tests/test_exported_members.py checks it)
@@ -490,31 +501,26 @@ class Memory(ConflictsMixin, FacadeBase):
         *,
         namespace: str,
         budget_tokens: int,
-        state: Mapping[str, Any] | None = None,
+        state: AgentState | Mapping[str, Any] | None = None,
         k: int = 20,
         threshold: float | None = None,
         actor: str = "agent",
         working: int = 5,
+        archive: bool | None = None,
+        summariser: Summariser | None = None,
     ) -> Context:
         """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens):
-        current hard constraints, then the working tier, then state-adaptive search hits; the
-        provenance is stored and audited as "retrieve". See :func:`retain.safety.context.pack`.
+        current hard constraints (ranked, merged and compressed when they alone exceed the budget),
+        the working tier (chatter skipped), state-adaptive search hits, and with ``archive`` hits
+        from the archive tier; what is left out is listed with the reason; the provenance is stored
+        and audited as "retrieve". See :func:`retain.safety.context.pack`.
 
         Raises:
             InvalidInput: bad arguments (named in the message); nothing stored.
-            BudgetInfeasible: the hard constraints alone exceed ``budget_tokens``; nothing stored.
+            BudgetInfeasible: not even one candidate fits in ``budget_tokens``; nothing stored.
         """
-        return pack(
-            self._core,
-            query,
-            namespace=namespace,
-            budget_tokens=budget_tokens,
-            state=state,
-            k=k,
-            threshold=threshold,
-            actor=actor,
-            working=working,
-        )
+        options = {name: value for name, value in locals().items() if name not in ("self", "query")}
+        return pack(self._core, query, **options)
 
     def explain(self, provenance_id: str, *, namespace: str | None = None) -> Provenance:
         """How the context ``provenance_id`` was packed: records in, their scores and sources, and

@@ -25,11 +25,15 @@ from retain.errors import InvalidInput
 
 __all__ = [
     "MAX_NAMESPACE_CHARS",
+    "MAX_REASON_CHARS",
+    "MAX_TIME",
+    "MIN_TIME",
     "MemoryRecord",
     "MemoryType",
     "Tier",
     "content_hash",
     "new_id",
+    "normalise_identifier",
     "normalize_text",
     "parse_tier",
     "parse_type",
@@ -38,10 +42,18 @@ __all__ = [
     "speaker_of",
     "utc",
     "utcnow",
+    "validate_actor",
+    "validate_id",
     "validate_namespace",
+    "validate_reason",
 ]
 
 MAX_NAMESPACE_CHARS = 256
+MIN_TIME = datetime(2, 1, 1, tzinfo=UTC)
+"""The earliest time retain stores or searches (UTC): a year inside the calendar's first, so that
+relative arithmetic ("a year before", whole days, time zones) never leaves the calendar."""
+MAX_TIME = datetime(9998, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+"""The latest time retain stores or searches (UTC); see :data:`MIN_TIME`."""
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 
@@ -141,7 +153,15 @@ def utc(value: datetime | str | None, *, field_name: str = "time") -> datetime |
         raise InvalidInput(f"{field_name}: expected datetime or ISO string, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInput(f"{field_name}: naive datetime {value.isoformat()}; give a timezone (UTC)")
-    return value.astimezone(UTC)
+    try:
+        converted = value.astimezone(UTC)
+    except OverflowError as exc:
+        raise InvalidInput(f"{field_name}: {value.isoformat()} is outside the years 1 to 9999 in UTC") from exc
+    if not MIN_TIME <= converted <= MAX_TIME:
+        raise InvalidInput(
+            f"{field_name}: {value.isoformat()} is outside {MIN_TIME.isoformat()} .. {MAX_TIME.isoformat()} (UTC)"
+        )
+    return converted
 
 
 def new_id(now_ms: int | None = None) -> str:
@@ -169,24 +189,98 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
 
 
+def normalise_identifier(value: object, field_name: str, *, limit: int = MAX_NAMESPACE_CHARS) -> str:
+    """``value`` as the one canonical form of a caller-supplied identifier (a namespace, an actor):
+    NFC-normalised Unicode, so canonically equivalent spellings ("é" composed or decomposed) name
+    the same tenant and hash to the same audit bytes.
+
+    Raises:
+        InvalidInput: not a ``str`` (None, numbers, bools, bytes and other objects are refused, never
+            converted), empty, over ``limit`` characters, not valid Unicode (lone surrogates), with
+            leading or trailing whitespace, or holding control, format (zero-width, bidi) or
+            line / paragraph separator characters: look-alikes of another identifier are refused, not
+            silently merged.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field_name}: must be a non-empty string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidInput(f"{field_name}: required, a non-empty string")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{field_name}: not valid Unicode text (lone surrogate)") from exc
+    value = unicodedata.normalize("NFC", value)
+    if len(value) > limit:
+        raise InvalidInput(f"{field_name}: {len(value)} characters, limit is {limit}")
+    if value != value.strip():
+        raise InvalidInput(f"{field_name}: leading or trailing whitespace is not allowed ({value!r})")
+    if any(unicodedata.category(ch) in _REFUSED_CATEGORIES for ch in value):
+        raise InvalidInput(f"{field_name}: control, format (zero-width, bidi) or separator characters are not allowed")
+    return value
+
+
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
 def validate_namespace(namespace: object) -> str:
-    """Return ``namespace`` if it is a usable namespace string.
+    """``namespace`` in its canonical form (:func:`normalise_identifier`): callers store, hash and
+    log the returned string, never the argument.
 
     Raises:
         InvalidInput: not a string, empty, over 256 characters, not valid Unicode (lone
-            surrogates), or containing control characters.
+            surrogates), surrounding whitespace, or control / format / separator characters.
     """
-    if not isinstance(namespace, str) or not namespace.strip():
-        raise InvalidInput("namespace: required, a non-empty string")
+    return normalise_identifier(namespace, "namespace")
+
+
+def validate_id(value: object, field_name: str = "id") -> str:
+    """``value`` if it can name a record (or a provenance): a non-empty string of at most 256
+    characters, valid Unicode. It is not normalised: ids are compared byte for byte.
+
+    Raises:
+        InvalidInput: not a ``str``, empty, too long, or holding lone surrogates or NUL.
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{field_name}: must be a non-empty string, got {type(value).__name__}")
+    if len(value) > MAX_NAMESPACE_CHARS or "\x00" in value:
+        raise InvalidInput(f"{field_name}: not a record id (over {MAX_NAMESPACE_CHARS} characters, or NUL)")
     try:
-        namespace.encode("utf-8")
+        value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidInput("namespace: not valid Unicode text (lone surrogate)") from exc
-    if len(namespace) > MAX_NAMESPACE_CHARS:
-        raise InvalidInput(f"namespace: {len(namespace)} characters, limit is {MAX_NAMESPACE_CHARS}")
-    if any(unicodedata.category(ch) == "Cc" for ch in namespace):
-        raise InvalidInput("namespace: control characters are not allowed")
-    return namespace
+        raise InvalidInput(f"{field_name}: not valid Unicode text (lone surrogate)") from exc
+    return value
+
+
+MAX_REASON_CHARS = 2_000
+"""The longest ``reason`` an audited call accepts (characters)."""
+
+
+def validate_reason(reason: object) -> str:
+    """``reason`` (free text an audit entry keeps, redacted) if it is a string of at most
+    :data:`MAX_REASON_CHARS` characters, valid Unicode; the empty string is allowed.
+
+    Raises:
+        InvalidInput: not a ``str``, too long, or holding lone surrogates.
+    """
+    if not isinstance(reason, str):
+        raise InvalidInput(f"reason: must be a string, got {type(reason).__name__}")
+    if len(reason) > MAX_REASON_CHARS:
+        raise InvalidInput(f"reason: {len(reason):,} characters, limit is {MAX_REASON_CHARS:,}")
+    try:
+        reason.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput("reason: not valid Unicode text (lone surrogate)") from exc
+    return reason
+
+
+def validate_actor(actor: object) -> str:
+    """``actor`` in its canonical form (:func:`normalise_identifier`), the string the audit log
+    stores and hashes.
+
+    Raises:
+        InvalidInput: as :func:`validate_namespace`, for the field ``actor``.
+    """
+    return normalise_identifier(actor, "actor")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -58,12 +58,15 @@ def test_budget_is_respected_exactly_and_greedily(mem: Memory, budget: int) -> N
         assert not ctx.left_out
 
 
-def test_mandatory_constraints_over_budget_raise_and_store_nothing(mem: Memory) -> None:
+def test_mandatory_constraints_over_budget_degrade_and_raise_only_when_nothing_fits(mem: Memory) -> None:
     need = sum(mem.encoder.count_tokens([f"[constraint] {c}" for c in CONSTRAINTS]))
+    ctx = mem.context("harbour", namespace=NS, working=0, budget_tokens=need - 1)  # one constraint short
+    assert ctx.used_tokens <= need - 1 and [i.why for i in ctx.items] == ["hard_constraint"]
+    assert {x.reason for x in ctx.left_out} == {"budget"}  # the other constraint and every hit, reported
     entries = len(mem.store.audit_log())
-    with pytest.raises(BudgetInfeasible, match=f"need {need} tokens, budget_tokens is {need - 1}"):
-        mem.context("harbour", namespace=NS, working=0, budget_tokens=need - 1)
-    assert len(mem.store.audit_log()) == entries
+    with pytest.raises(BudgetInfeasible, match=r"not even one of the \d+ candidates .* fits budget_tokens=1"):
+        mem.context("harbour", namespace=NS, working=0, budget_tokens=1)
+    assert len(mem.store.audit_log()) == entries  # nothing stored
     ctx = mem.context("harbour", namespace=NS, working=0, budget_tokens=need)  # exactly enough: constraints only
     assert ctx.used_tokens == need and {x.reason for x in ctx.left_out} == {"budget"}
 
@@ -134,7 +137,7 @@ def test_constraint_found_by_search_keeps_its_score_and_is_not_listed_twice(mem:
         ({"budget_tokens": 50, "k": 0}, "k: must"),
         ({"budget_tokens": 50, "threshold": float("nan")}, "threshold"),
         ({"budget_tokens": 50, "state": {"x": {1, 2}}}, "state: must be JSON"),
-        ({"budget_tokens": 50, "state": ["not", "a", "mapping"]}, "state: must be a mapping"),
+        ({"budget_tokens": 50, "state": ["not", "a", "mapping"]}, "state: must be an AgentState, a mapping"),
         ({"budget_tokens": 50, "namespace": ""}, "namespace"),
     ],
 )

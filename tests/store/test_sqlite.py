@@ -21,6 +21,7 @@ from retain import HashingEncoder, InvalidInput, Memory
 from retain.errors import SchemaError
 from retain.record import MemoryRecord, MemoryType, Tier, new_id
 from retain.store import GENESIS_HASH, AppendAudit, AuditEntry, RecordFilter, SQLiteStore, Store, audit_hash
+from retain.store import ops as store_ops
 from retain.store.conformance.helpers import DIM, T0, ids, make, unit
 from retain.store.sqlite import SCHEMA_VERSION
 
@@ -344,3 +345,66 @@ def test_sqlite_refuses_a_directory_and_a_file_that_is_not_a_database(tmp_path: 
     with pytest.raises(SchemaError, match="cannot open"):
         SQLiteStore(tmp_path).setup()
     assert junk.read_bytes().startswith(b"this is not")  # left as it was
+
+
+def _record_plans(store: SQLiteStore, action: Any) -> list[str]:
+    """The query plan of every SELECT on ``records`` that ``action`` issues, one string per statement."""
+    conn = store._conn  # type: ignore[attr-defined]
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        action()
+    finally:
+        conn.set_trace_callback(None)
+    selects = [s for s in seen if s.lstrip().upper().startswith("SELECT") and "FROM records WHERE" in s]
+    return [" | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in selects]
+
+
+def _skew_statistics(store: SQLiteStore) -> None:
+    """Statistics under which (namespace, seq) looks like the best index for any namespace term: one big
+    namespace, every seq distinct. The planner must still pick the index that does not scan it."""
+    conn = store._conn  # type: ignore[attr-defined]
+    conn.execute("ANALYZE")
+    conn.execute("DELETE FROM sqlite_stat1 WHERE tbl = 'records'")
+    conn.executemany(
+        "INSERT INTO sqlite_stat1 (tbl, idx, stat) VALUES ('records', ?, ?)",
+        [
+            ("records_ns_seq", "100000 100000 1"),
+            ("records_ns_hash", "100000 100000 50"),
+            ("records_ns_tier", "100000 100000 50000"),
+            ("records_ns_event", "100000 100000 1"),
+            ("sqlite_autoindex_records_1", "100000 1"),
+        ],
+    )
+    conn.execute("ANALYZE sqlite_schema")  # reload the statistics
+    conn.commit()
+
+
+def test_lookups_by_id_use_the_id_index_whatever_the_statistics() -> None:
+    store = SQLiteStore(":memory:")
+    store.setup()
+    recs = [make("big", f"note {i}", seq=i) for i in range(50)]
+    store.put(recs)
+    for skewed in (False, True):  # a fresh file has no statistics: the planner's guess is the case that scanned
+        if skewed:
+            _skew_statistics(store)
+        store._records.clear()  # type: ignore[attr-defined]  # force a read from the file
+        plans = _record_plans(store, lambda: store.get("big", [r.id for r in recs[:20]]))
+        assert plans, "get() issued no SELECT on records"
+        assert all("sqlite_autoindex_records_1" in p and "records_ns_seq" not in p for p in plans), (skewed, plans)
+    assert ids(store.get("big", [recs[3].id])) == [recs[3].id]
+
+
+def test_duplicate_guard_uses_the_content_hash_index_not_seq() -> None:
+    store = SQLiteStore(":memory:")
+    store.setup()
+    store.put([make("big", f"note {i}") for i in range(50)])  # seq NULL: the case that scanned
+    _skew_statistics(store)
+    probe = make("big", "note 7")
+
+    def look_up() -> None:
+        store.batch([store_ops.FindByHash("big", probe.content_hash, in_context=True, role=probe.role)])
+
+    plans = _record_plans(store, look_up)
+    assert plans, "the duplicate look-up issued no SELECT on records"
+    assert all("records_ns_hash" in p for p in plans), plans

@@ -14,7 +14,20 @@ from typing import Annotated
 
 import typer
 
-from retain.cli import audit, evaluate, memories, models, observe, records, scenarios, segments, utility
+from retain.cli import (
+    audit,
+    dashboard,
+    evaluate,
+    mcp_server,
+    memories,
+    models,
+    observe,
+    records,
+    scenarios,
+    segments,
+    serve,
+    utility,
+)
 from retain.cli.common import fail_plain, setup_logging
 from retain.cli.options import PANEL_MODELS
 
@@ -61,10 +74,13 @@ memories.register(app)
 models.register(app)
 observe.register(app)
 records.register(app)
+mcp_server.register(app)
 audit.register(app)
+dashboard.register(app)
 segments.register(app)
 utility.register(app)
 scenarios.register(app)
+serve.register(app)
 evaluate.register(eval_app)
 scenarios.register_eval(eval_app)
 app.add_typer(eval_app, name="eval", rich_help_panel=PANEL_MODELS)

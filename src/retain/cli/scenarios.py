@@ -23,7 +23,7 @@ from retain.errors import RetainError
 if TYPE_CHECKING:
     from retain.eval.sam_train import TrainTypes
 
-__all__ = ["eval_scenarios", "register", "register_eval", "trace", "train_sam"]
+__all__ = ["eval_agent", "eval_scenarios", "register", "register_eval", "trace", "train_sam"]
 
 commands = Commands()
 register = commands.register
@@ -31,7 +31,7 @@ register = commands.register
 
 eval_commands = Commands()
 register_eval = eval_commands.register
-"""Adds ``scenarios`` to the ``eval`` group ``eval_app``."""
+"""Adds ``scenarios`` and ``agent`` to the ``eval`` group ``eval_app``."""
 
 console = Console(width=None if sys.stdout.isatty() else 160)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
@@ -152,6 +152,92 @@ def _print_per_scenario(result: dict[str, Any]) -> None:
                 cell(fig["terse"]["recall@10"]),
             )
     console.print(detail)
+
+
+def _parse_ints(value: str | None, option: str, low: int) -> list[int]:
+    if not value:
+        return []
+    try:
+        values = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError as exc:
+        raise typer.BadParameter(f"{option}: {value!r} is not a comma-separated list of whole numbers") from exc
+    if any(v < low for v in values) or len(set(values)) != len(values):
+        raise typer.BadParameter(f"{option}: distinct whole numbers >= {low}")
+    return values
+
+
+@eval_commands("agent")
+def eval_agent(
+    data: Annotated[
+        list[Path], typer.Option(help="A retain-scenario/1 JSON file or a folder of them (repeat for several).")
+    ],
+    tokens: Annotated[
+        str, typer.Option(help="budget_tokens of each context() call, e.g. 500,1000,2000.")
+    ] = "1000,2000,4000",
+    capacity: Annotated[
+        str | None, typer.Option(help="Also run with these hot-memory capacities, in records, e.g. 20,40.")
+    ] = None,
+    policy: Annotated[str, typer.Option(help="Budget policy (with --capacity): utility, fifo, lru, ...")] = "utility",
+    archive: Annotated[
+        bool | None, typer.Option("--archive/--no-archive", help="context(archive=...); default: context's default.")
+    ] = None,
+    oracle_supersedes: Annotated[
+        bool, typer.Option(help="Apply the gold supersede links (an oracle, labelled so in the output).")
+    ] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write figures and per-probe rows here.")] = None,
+    encoder: Annotated[str, typer.Option(help="'minilm' (default) or 'hashing-<dim>' (smoke runs).")] = "minilm",
+) -> None:
+    """Replay scenario files as an agent loop (every event remembered as it arrives, context(query,
+    state, budget_tokens) at each probe) and score the packed context: needed recall in context,
+    forbidden presented as current, hard-constraint coverage of the final context, tokens used."""
+    from retain.eval.agent_loop import run_agent_eval
+    from retain.eval.report import write_json
+    from retain.eval.scenarios import load_scenarios
+
+    budgets = _parse_ints(tokens, "--tokens", 1)
+    if not budgets:
+        raise typer.BadParameter("--tokens: give at least one token budget")
+    capacities = _parse_ints(capacity, "--capacity", 0)
+    from retain.retention.budget import BUDGET_POLICIES
+
+    if policy not in BUDGET_POLICIES:
+        raise typer.BadParameter(f"--policy: {policy!r} is not one of {sorted(BUDGET_POLICIES)}")
+    try:
+        scenarios = load_scenarios(data)
+        enc = make_encoder(encoder)
+        err_console.print(f"agent loop: {', '.join(map(str, data))} ({len(scenarios)} files), encoder {enc.name}")
+        result = run_agent_eval(
+            scenarios,
+            enc,
+            tokens=budgets,
+            capacities=capacities,
+            policy=policy,
+            archive=archive,
+            oracle_supersedes=oracle_supersedes,
+            dataset=", ".join(map(str, data)),
+        )
+    except RetainError as exc:
+        fail(exc)
+    oracle = " — ORACLE: gold supersede links applied" if oracle_supersedes else ""
+    table = Table(title=f"Agent loop: {result['scenarios']} files, {result['probes']} probes{oracle}")
+    for col in ("capacity", "tokens", "feasible", "needed in ctx", "forbidden", "final HC cov.", "final all HC",
+                "tokens mean", "infeasible", "ms p95"):  # fmt: skip
+        table.add_column(col, no_wrap=True)
+    for run in result["runs"]:
+        o = run["overall"]
+        table.add_row(
+            "full" if run["capacity"] is None else str(run["capacity"]),
+            str(run["tokens"]),
+            run["feasible"],
+            *(cell(o[m]) for m in ("needed_recall", "forbidden_rate", "final_coverage", "final_all")),
+            str(o["tokens_mean"]),
+            str(o["infeasible_probes"]),
+            cell(run["context_ms"]["p95"]),
+        )
+    console.print(table)
+    if json_out is not None:
+        write_json(result, json_out)
+        console.print(f"json: {json_out}")
 
 
 @commands("trace", PANEL_MODELS)

@@ -23,8 +23,9 @@ import numpy as np
 import numpy.typing as npt
 
 from retain.errors import InvalidInput, TextTooLong
-from retain.record import MemoryRecord, MemoryType, Tier, new_id, parse_type, utc
+from retain.record import MemoryRecord, MemoryType, Tier, new_id, parse_type, utc, validate_actor
 from retain.retention.budget import is_mandatory
+from retain.retention.expiry import check_expiry_metadata
 from retain.safety.canary import is_canary
 from retain.state.agent import AgentState
 from retain.state.candidates import PHASE_KEY
@@ -41,6 +42,7 @@ __all__ = [
     "UPDATABLE_FIELDS",
     "NewMemory",
     "check_actor_name",
+    "check_metadata",
     "check_text",
     "coerce_item",
     "draft",
@@ -106,17 +108,40 @@ def coerce_item(item: NewMemory | Mapping[str, Any], index: int) -> NewMemory:
     return NewMemory(**item)
 
 
-def check_actor_name(actor: object) -> None:
-    """Raises InvalidInput unless ``actor`` is a non-empty string storable as UTF-8."""
-    if not isinstance(actor, str) or not actor:
-        raise InvalidInput(f"actor: must be a non-empty string, got {actor!r}")
-    check_text(actor, "actor")
+def check_actor_name(actor: object) -> str:
+    """``actor`` in its canonical form (:func:`retain.record.validate_actor`).
+
+    Raises:
+        InvalidInput: not a clean non-empty string (see :func:`~retain.record.normalise_identifier`).
+    """
+    return validate_actor(actor)
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？\n])\s*")
 
 
 # --- drafting ------------------------------------------------------------------------------
+
+
+def check_metadata(metadata: object) -> dict[str, Any]:
+    """``metadata`` as a plain dict when it is a mapping with string keys, JSON-serialisable
+    without NaN / inf, valid Unicode, and without the keys reserved for split texts.
+
+    Raises:
+        InvalidInput: otherwise, naming the problem.
+    """
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"metadata: must be a mapping (or None), got {type(metadata).__name__}")
+    if not all(isinstance(key, str) for key in metadata):
+        raise InvalidInput("metadata: keys must be strings")
+    reserved = RESERVED_METADATA & set(metadata)
+    if reserved:
+        raise InvalidInput(f"metadata: keys {sorted(reserved)} are reserved for split texts")
+    try:
+        json.dumps(dict(metadata), allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
+        raise InvalidInput(f"metadata: must be JSON-serialisable without NaN/inf ({type(exc).__name__})") from exc
+    return dict(metadata)
 
 
 def check_text(text: str, name: str) -> None:
@@ -182,15 +207,8 @@ def draft(item: NewMemory, namespace: str, config: MemoryConfig) -> list[MemoryR
             raise InvalidInput(f"{name}: must be an int below 2**62 in magnitude, got {value!r}")
     if not isinstance(item.pinned, bool):
         raise InvalidInput(f"pinned: must be a bool, got {item.pinned!r}")
-    if not isinstance(item.metadata, Mapping):
-        raise InvalidInput("metadata: must be a mapping")
-    reserved = RESERVED_METADATA & set(item.metadata)
-    if reserved:
-        raise InvalidInput(f"metadata: keys {sorted(reserved)} are reserved for split texts")
-    try:
-        json.dumps(dict(item.metadata), allow_nan=False, ensure_ascii=False).encode("utf-8")
-    except (TypeError, ValueError, RecursionError) as exc:  # UnicodeEncodeError is a ValueError
-        raise InvalidInput(f"metadata: must be JSON-serialisable without NaN/inf ({exc})") from exc
+    check_metadata(item.metadata)
+    check_expiry_metadata(item.metadata)
     limit = config.max_text_chars
     if len(content) > limit:
         raise TextTooLong(f"content: {len(content):,} characters, limit is {limit:,} (max_text_chars)")
@@ -259,8 +277,22 @@ def draft_update(old: MemoryRecord, content: str, changes: Mapping[str, Any], co
         raise InvalidInput(f"update: unknown fields {sorted(unknown)}; allowed: {sorted(UPDATABLE_FIELDS)}")
     if not isinstance(content, str) or not content.strip():
         raise InvalidInput("content: required, a non-empty string (whitespace only is refused)")
+    check_text(content, "content")
     if len(content) > config.max_record_chars:
         raise TextTooLong(f"content: {len(content):,} characters, limit for an update is {config.max_record_chars:,}")
+    changes = {key: value for key, value in changes.items() if value is not None}  # None = not given, as in add
+    if "metadata" in changes:
+        changes["metadata"] = check_metadata(changes["metadata"])
+    if "role" in changes and (not isinstance(changes["role"], str) or not changes["role"].strip()):
+        raise InvalidInput(f"role: must be a non-empty string, got {type(changes['role']).__name__}")
+    if "role" in changes:
+        check_text(changes["role"], "role")
+    for name in ("priority",):
+        value = changes.get(name, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**62:
+            raise InvalidInput(f"{name}: must be an int below 2**62 in magnitude, got {value!r}")
+    if not isinstance(changes.get("pinned", False), bool):
+        raise InvalidInput(f"pinned: must be a bool, got {changes['pinned']!r}")
     pinned = changes.get("pinned", old.pinned)
     new_type = parse_type(changes.get("type", old.type))
     new = MemoryRecord(

@@ -45,6 +45,7 @@ from retain.store import (
     PutRecords,
     RecordFilter,
     RequireCurrent,
+    RequireHot,
     RequireUnchanged,
     RequireUnique,
     retry_on_conflict,
@@ -53,6 +54,8 @@ from retain.text.values import canonical_values
 
 if TYPE_CHECKING:
     from retain.core import Core
+
+from retain.retention.expiry import expire
 
 __all__ = ["add_many", "delete", "delete_all", "feedback", "update", "write_drafts"]
 
@@ -95,6 +98,7 @@ def add_many(
             drafts.append(draft(item, namespace, core.config))
         except InvalidInput as exc:
             raise type(exc)(f"item {i}: {exc}") from exc
+    expire(core, namespace)  # expired records leave hot memory (to the archive, audited) before it is counted
     # another writer may store one of these texts, or change a record found, between look-up and write
     return retry_on_conflict(lambda: write_drafts(core, namespace, actor, parsed, drafts, used))
 
@@ -111,6 +115,7 @@ class _Batch:
     merges: list[tuple[MemoryRecord, MemoryRecord, str]] = field(default_factory=list)
     retired: list[MemoryRecord] = field(default_factory=list)
     moved: list[MemoryRecord] = field(default_factory=list)
+    hot_guard: list[RequireHot] = field(default_factory=list)
     superseding: list[AuditEntry] = field(default_factory=list)
     evictions: list[AuditEntry] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
@@ -177,9 +182,10 @@ def _score_and_budget(core: Core, namespace: str, actor: str, batch: _Batch, exp
     gone = frozenset(r.id for r in batch.retired)
     if gone:
         core.invalidate(namespace)
-    arrivals, batch.moved, batch.evictions = core.apply_budget(
+    arrivals, batch.moved, batch.evictions, guard = core.apply_budget(
         namespace, [*batch.fresh, *batch.restored], actor=actor, trigger="add", exclude=gone
     )
+    batch.hot_guard = [guard]
     batch.fresh = [r for r in arrivals if r.id not in restored_ids]
     batch.restored = [r for r in arrivals if r.id in restored_ids]
 
@@ -228,6 +234,7 @@ def _store(
             [*_audit(namespace, actor, batch), *batch.superseding, *batch.evictions],
             batch.edges,
             require=[
+                *batch.hot_guard,  # the budget's decision holds only on the hot memory it was made on
                 *(guards[r.id] for r in batch.fresh if r.id in guards),
                 *held,
                 # stored records this add rewrites from the copies it read: deleted or
@@ -323,11 +330,13 @@ def _update_once(
     retired = old.evolve(superseded_by=new.id)
     moved: list[MemoryRecord] = []
     evictions: list[AuditEntry] = []
+    hot_guard: list[RequireHot] = []
     if core.budget is not None:  # the new version is checked against the budget like an add
         core.invalidate(namespace)
-        (new,), moved, evictions = core.apply_budget(
+        (new,), moved, evictions, guard = core.apply_budget(
             namespace, [new], actor=actor, trigger="update", exclude=frozenset({old.id})
         )
+        hot_guard = [guard]
     audit = [
         AuditEntry(namespace, "supersede", old.id, actor, reason, details={"superseded_by": new.id}),
         AuditEntry(namespace, "update", new.id, actor, reason, details={"supersedes": old.id}),
@@ -338,6 +347,7 @@ def _update_once(
         core.store.batch(
             [
                 RequireCurrent(namespace, old.id),
+                *hot_guard,
                 # written back whole: the old version moved, or a record evicted for the new one
                 # deleted, superseded or moved by another writer since it was read, must not come
                 # back (or be made current again) from the stale copy

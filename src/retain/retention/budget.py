@@ -19,15 +19,16 @@ import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from retain.errors import BudgetInfeasible, InvalidInput
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.policies import INCREMENTAL_POLICIES, Decision, IncrementalRetainer
-from retain.store import AuditEntry
+from retain.store import AuditEntry, RequireHot
 
-__all__ = ["BUDGET_POLICIES", "Budget", "BudgetUnit", "HotSet", "eviction_entries", "is_mandatory"]
+__all__ = ["BUDGET_POLICIES", "Budget", "BudgetDecision", "BudgetUnit", "HotSet", "eviction_entries", "is_mandatory"]
 
 BUDGET_POLICIES = frozenset({*INCREMENTAL_POLICIES, "random"})
 
@@ -80,6 +81,23 @@ class Budget:
     def needs_utility(self) -> bool:
         """True when the policy ranks by predicted utility."""
         return self.policy in ("utility", "knapsack", "lookahead")
+
+
+class BudgetDecision(NamedTuple):
+    """What offering new records to a namespace's budget decided (:meth:`retain.core.Core.apply_budget`).
+
+    Attributes:
+        arrivals: the records offered, tiers set (core, dynamic, or archive when turned away).
+        moved: stored records the decision moves to the archive (evicted), as changed copies.
+        entries: one "evict" audit entry per record leaving the hot memory, with policy and scores.
+        guard: the hot memory the decision was made on; the write that commits ``arrivals`` and
+            ``moved`` must carry it, so a decision on a hot set another writer changed is retaken.
+    """
+
+    arrivals: list[MemoryRecord]
+    moved: list[MemoryRecord]
+    entries: list[AuditEntry]
+    guard: RequireHot
 
 
 def is_mandatory(record: MemoryRecord) -> bool:
@@ -222,7 +240,10 @@ def eviction_entries(
             reason=f"hot memory over capacity {budget.capacity:g} {budget.unit.value} after {trigger} by {actor}",
             policy=budget.policy,
             details={
+                "trigger": trigger,
                 "utility": round(hot.utility[j], 6),
+                "inserted": j,
+                "tokens": hot.tokens[j],
                 "capacity": budget.capacity,
                 "unit": budget.unit.value,
                 "used_after": round(float(used), 6),

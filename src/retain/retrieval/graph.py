@@ -432,8 +432,12 @@ def graph_importance(
             is not a record of ``namespace``, bad alpha or type.
     """
     validate_namespace(namespace)
+    if not isinstance(seeds, Mapping):
+        raise InvalidInput(f"seeds: a mapping of record id -> weight, got {type(seeds).__name__}")
     clean = {}
     for rid, value in seeds.items():
+        if not isinstance(rid, str):
+            raise InvalidInput(f"seeds: keys must be record ids (strings), got {type(rid).__name__}")
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
             raise InvalidInput(f"seeds: weight of {rid!r} must be a finite number >= 0, got {value!r}")
         if value > 0:

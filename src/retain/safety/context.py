@@ -1,26 +1,36 @@
 """Context packing with provenance: what went into a prompt, and what was left out and why.
 
-:func:`pack` (``Memory.context``) fills a token budget for one query:
+:func:`pack` (``Memory.context``) fills a token budget for one query, section by section
+(:class:`~retain.safety.packing.Filling`):
 
 1. the namespace's current hard constraints (type ``hard_constraint``, hot, not superseded) in the
-   order they were stored: mandatory, all of them, or :class:`~retain.errors.BudgetInfeasible`;
+   order they were stored. All of them when they fit; when they alone exceed the budget they
+   degrade instead of failing (:func:`~retain.safety.packing.fit_constraints`): same-slot
+   duplicates merged, the rest ranked by relevance to the query and the state, packed best first,
+   compressed by the summariser when whole they do not fit, the others reported left out;
 2. the working tier (``why="working"``): with a state, first up to ``working`` records written in
    the state's current phase, newest first (the task at hand); then the ``working`` newest current
-   records of the namespace, newest first;
-3. then search hits (:meth:`Memory.search` with the state, so state-adaptive; ``k`` current
-   candidates) best first, the long-term tier.
+   records of the namespace, newest first. Acknowledgements and small talk
+   (:func:`~retain.safety.packing.is_chatter`) take no slot (reason ``chatter``);
+3. then search hits of the hot tier (:meth:`Memory.search` with the state, so state-adaptive; ``k``
+   current candidates) best first, the long-term tier;
+4. with ``archive`` on, search hits of the archive tier (evicted records), best first, in what the
+   hot tier left of the budget (``why="archive"``).
 
-Steps 2 and 3 are greedy: an item that does not fit in what is left is skipped (``budget``) and the
-next one is tried.
+Steps 2 to 4 are greedy: an item that does not fit in what is left is skipped (``budget``) and the
+next one is tried. :class:`~retain.errors.BudgetInfeasible` is raised only when candidates exist and
+not even one of them fits (nothing is stored then).
 
 Each item is one rendered line (:func:`render_line`); the budget counts the tokens of the rendered
 lines, counted by the encoder's tokenizer (:meth:`Encoder.count_tokens <retain.encoders.basis.Encoder>`:
 WordPiece pieces without special tokens for MiniLM, ``\\w+`` words for ``HashingEncoder``), and the
 sum over the included lines never exceeds ``budget_tokens``. The text joins the lines with ``\\n``.
 
-Left-out reasons: ``budget`` (did not fit), ``superseded`` (an older version a newer one replaced),
-``below_threshold`` (fused score under ``threshold``), ``duplicate`` (same normalised content as an
-included record).
+Left-out reasons (:data:`LEFT_OUT_REASONS`): ``budget`` (did not fit), ``superseded`` (an older
+version a newer one replaced), ``below_threshold`` (fused score under ``threshold``), ``duplicate``
+(same normalised content as an included record), ``merged`` (a hard constraint on the same slot as
+a newer one, when constraints exceed the budget), ``compressed`` (a hard constraint packed as its
+summary: the rest of its text is out), ``chatter`` (an acknowledgement skipped by the working tier).
 
 The provenance (ids, scores, score breakdowns, sources, token counts, reasons; the query and the
 state; never record content or the rendered text) is stored in the store's ``provenance`` table,
@@ -33,16 +43,17 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from retain.errors import BudgetInfeasible, InvalidInput, RecordNotFound
-from retain.record import MemoryRecord, MemoryType, new_id, utcnow, validate_namespace
+from retain.record import MemoryRecord, MemoryType, Tier, new_id, utcnow, validate_namespace
 from retain.retrieval.search import SearchRequest, search
 from retain.safety.canary import is_canary
 from retain.safety.conflicts import list_conflicts, to_confirm_lines
 from retain.safety.observe import annotate, observed
+from retain.safety.packing import ContextItem, Filling, LeftOut, fit_constraints, is_chatter, render_line, state_text
 from retain.safety.redaction import redact_record, redact_value, scrub
 from retain.state.agent import AgentState
 from retain.state.candidates import PHASE_KEY
@@ -52,8 +63,10 @@ from retain.text.lexical import check_query
 if TYPE_CHECKING:
     from retain.core import Core
     from retain.retrieval.fusion import Hit
+    from retain.sequence.segments import Summariser
 
 __all__ = [
+    "ARCHIVE_DEFAULT",
     "LEFT_OUT_REASONS",
     "Context",
     "ContextItem",
@@ -64,46 +77,7 @@ __all__ = [
     "render_line",
 ]
 
-LEFT_OUT_REASONS = ("budget", "superseded", "below_threshold", "duplicate")
-
-
-@dataclass(frozen=True, slots=True)
-class ContextItem:
-    """One record packed into a context.
-
-    Attributes:
-        record_id: the record.
-        why: "hard_constraint" (mandatory) or "retrieved" (a search hit that fit).
-        tokens: tokens of its rendered line (encoder tokenizer).
-        score: fused search score (higher = more relevant), None for a constraint the search did
-            not return.
-        scores: the search's score breakdown (``bm25``, ``dense``, ``rrf``, ``fused``), {} if none.
-        rank: the search rank (1 = best), None if not retrieved.
-        source: the record's provenance (e.g. "chat:42"), None if unknown.
-        type: the record's memory type.
-    """
-
-    record_id: str
-    why: str
-    tokens: int
-    score: float | None = None
-    scores: dict[str, float] = field(default_factory=dict)
-    rank: int | None = None
-    source: str | None = None
-    type: str = MemoryType.FACT.value
-
-
-@dataclass(frozen=True, slots=True)
-class LeftOut:
-    """A candidate not packed: ``reason`` is one of :data:`LEFT_OUT_REASONS`; ``detail`` explains
-    (tokens needed and left, the superseding id, the duplicated id)."""
-
-    record_id: str
-    reason: str
-    score: float | None = None
-    rank: int | None = None
-    tokens: int | None = None
-    detail: str = ""
+LEFT_OUT_REASONS = ("budget", "superseded", "below_threshold", "duplicate", "merged", "compressed", "chatter")
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,13 +173,6 @@ class Context:
         return self.provenance.used_tokens
 
 
-def render_line(record: MemoryRecord) -> str:
-    """The line a record contributes: ``"[constraint] <content>"`` for a hard constraint, else
-    ``"[memory] <content>"``."""
-    tag = "constraint" if record.type is MemoryType.HARD_CONSTRAINT else "memory"
-    return f"[{tag}] {record.content}"
-
-
 def _packed(args: Sequence[Any], kwargs: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
     return {
         "provenance_id": ctx.provenance_id,
@@ -218,6 +185,10 @@ def _packed(args: Sequence[Any], kwargs: Mapping[str, Any], ctx: Context) -> dic
 PHASE_LOOKBACK = 200
 """How many of the newest records the working tier searches for the current phase's records."""
 
+ARCHIVE_DEFAULT = True
+"""Whether ``context`` searches the archive tier when ``archive`` is None (docs/benchmarks.md,
+"Agent loop", gives the figures behind this default)."""
+
 
 @observed("context", args=("namespace", "k", "budget_tokens"), result=_packed)
 def pack(
@@ -226,57 +197,67 @@ def pack(
     *,
     namespace: str,
     budget_tokens: int,
-    state: Mapping[str, Any] | None = None,
+    state: AgentState | Mapping[str, Any] | None = None,
     k: int = 20,
     threshold: float | None = None,
     actor: str = "agent",
     working: int = 5,
+    archive: bool | None = None,
+    summariser: Summariser | None = None,
 ) -> Context:
     """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens
-    of the rendered lines): the namespace's current hard constraints first (mandatory), then the open
-    conflicts "to confirm" with a clarifying question each (:mod:`retain.safety.conflicts`), then the
-    working tier (the ``working`` newest records and, with a state, the current phase's newest
-    records), then state-adaptive search hits best first (the long-term tier). Returns a
-    :class:`Context` (``text``, ``provenance_id``, included items with scores and sources, left-out
-    candidates with the reason); the provenance is stored and audited as "retrieve". ``state`` (an
-    agent state mapping) is stored as given. See the module docstring. Use ``Memory.context``.
+    of the rendered lines): the namespace's current hard constraints first (degraded when they
+    alone exceed the budget), then the open conflicts "to confirm" with a clarifying question each
+    (:mod:`retain.safety.conflicts`), then the working tier (the ``working`` newest records and, with a
+    state, the current phase's newest records; chatter skipped), then state-adaptive search hits
+    best first (the long-term tier), then with ``archive`` (default :data:`ARCHIVE_DEFAULT`) hits
+    from the archive tier. ``summariser`` compresses a constraint that does not fit whole (default
+    the centroid summariser). Returns a :class:`Context` (``text``, ``provenance_id``, included
+    items with scores and sources, left-out candidates with the reason); the provenance is stored
+    and audited as "retrieve". ``state`` (an :class:`~retain.state.agent.AgentState` or a mapping
+    in the scenario format) is stored as given. See the module docstring. Use ``Memory.context``.
 
     Raises:
         InvalidInput: bad namespace, query not a string or longer than
             :data:`~retain.text.lexical.MAX_QUERY_CHARS` characters, ``budget_tokens`` or ``k`` not an int
-            >= 1, ``threshold`` not a finite number, ``state`` not a JSON-serialisable mapping.
-        BudgetInfeasible: the hard constraints alone need more than ``budget_tokens`` (the message
-            gives both figures); nothing is stored.
+            >= 1, ``threshold`` not a finite number, ``state`` not an AgentState nor a
+            JSON-serialisable mapping, ``archive`` not a bool or None.
+        BudgetInfeasible: candidates exist and not even one fits in ``budget_tokens`` (the message
+            gives the smallest need); nothing is stored.
     """
     validate_namespace(namespace)
     check_query(query)
-    if isinstance(working, bool) or not isinstance(working, int) or working < 0:
-        raise InvalidInput(f"working: must be an int >= 0, got {working!r}")
-    for name, value in (("budget_tokens", budget_tokens), ("k", k)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InvalidInput(f"{name}: must be an int >= 1, got {value!r}")
-    if threshold is not None and (
-        isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold)
-    ):
-        raise InvalidInput(f"threshold: must be a finite number or None, got {threshold!r}")
+    _check_numbers(budget_tokens, k, working, threshold)
+    if archive is not None and not isinstance(archive, bool):
+        raise InvalidInput(f"archive: must be a bool or None, got {archive!r}")
     state_doc = _check_state(state)
-    mandatory, working_set = _tiers(core.store, namespace, state, working)
-    candidates = _candidates(core, query, namespace, state, k)
-    records = [*mandatory, *working_set, *(h.record for h in candidates)]
+    mandatory, working_set = _tiers(core.store, namespace, state_doc, working)
+    candidates = _candidates(core, query, namespace, state_doc, k, HOT_TIERS)
+    look_archive = ARCHIVE_DEFAULT if archive is None else archive
+    archived = _candidates(core, query, namespace, state_doc, k, (Tier.ARCHIVE,)) if look_archive else []
+    records = [*mandatory, *working_set, *(h.record for h in [*candidates, *archived])]
     counts = core.encoder.count_tokens([render_line(r) for r in records]) if records else []
     tokens = dict(zip((r.id for r in records), counts, strict=True))
-    need = sum(tokens[r.id] for r in mandatory)
-    if need > budget_tokens:
-        raise BudgetInfeasible(
-            f"context: the {len(mandatory)} current hard constraint{'s' if len(mandatory) != 1 else ''} of "
-            f"namespace {namespace!r} need{'s' if len(mandatory) == 1 else ''} {need} "
-            f"tokens, budget_tokens is {budget_tokens}; nothing was packed"
-        )
-    filled = _Filling(budget_tokens, threshold, tokens)
-    filled.add_mandatory(mandatory, {h.record.id: h for h in candidates})
-    filled.add_to_confirm(core, namespace)
-    filled.add_working(working_set)
+    filled = Filling(budget_tokens, threshold, tokens)
+    fit_constraints(
+        filled,
+        mandatory,
+        {h.record.id: h for h in candidates},
+        encoder=core.encoder,
+        query=query,
+        state_text=state_text(state_doc),
+        summariser=summariser,
+    )
+    _to_confirm(core, namespace, filled)
+    filled.add_section(working_set, "working", skip_chatter=True)
     filled.add_hits(candidates)
+    filled.add_hits(archived, frozenset(h.record.id for h in archived))
+    if not filled.items and any(x.reason in ("budget", "compressed") for x in filled.left):
+        smallest = min(x.tokens for x in filled.left if x.tokens is not None)
+        raise BudgetInfeasible(
+            f"context: not even one of the {len(filled.left)} candidates of namespace {namespace!r} fits "
+            f"budget_tokens={budget_tokens} (the smallest needs {smallest} tokens); nothing was packed"
+        )
     provenance = Provenance(
         id=new_id(),
         namespace=namespace,
@@ -295,10 +276,24 @@ def pack(
     return Context(text="\n".join(filled.lines), provenance=provenance)
 
 
+def _check_numbers(budget_tokens: object, k: object, working: object, threshold: object) -> None:
+    if isinstance(working, bool) or not isinstance(working, int) or working < 0:
+        raise InvalidInput(f"working: must be an int >= 0, got {working!r}")
+    for name, value in (("budget_tokens", budget_tokens), ("k", k)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInput(f"{name}: must be an int >= 1, got {value!r}")
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int | float) or not math.isfinite(threshold)
+    ):
+        raise InvalidInput(f"threshold: must be a finite number or None, got {threshold!r}")
+
+
 def _tiers(
     store: Store, namespace: str, state: Mapping[str, Any] | None, working: int
 ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
-    """(the current hard constraints, the working tier redacted as search hits are); no canaries."""
+    """(the current hard constraints, the working tier redacted as search hits are); no canaries.
+    The working tier's newest part holds ``working`` records that are not chatter, and the chatter
+    met on the way (reported left out by the packer)."""
     mandatory = [
         r
         for r in store.list_records(
@@ -307,22 +302,52 @@ def _tiers(
         if not is_canary(r)
     ]
     phase = AgentState.from_dict(state).phase if state else None
-    depth = PHASE_LOOKBACK if phase and working else working  # one read serves both parts of the tier
-    newest = store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=depth, order="recent")
-    recent = newest[:working]
-    in_phase = [r for r in newest if r.metadata.get(PHASE_KEY) == phase][:working] if phase else []
-    working_set = [r for r in {r.id: r for r in [*in_phase, *recent]}.values() if not is_canary(r)]
+    depth = max(PHASE_LOOKBACK if phase else 0, CHATTER_LOOKBACK * working)  # one read serves both parts
+    newest = [r for r in store.list_records(namespace, RecordFilter(tiers=HOT_TIERS), limit=depth, order="recent")]
+    newest = [r for r in newest if not is_canary(r)]
+    recent: list[MemoryRecord] = []
+    for rec in newest:
+        if sum(not is_chatter(r) for r in recent) == working:
+            break
+        recent.append(rec)
+    in_phase = (
+        [r for r in newest if r.metadata.get(PHASE_KEY) == phase and not is_chatter(r)][:working] if phase else []
+    )
+    working_set = list({r.id: r for r in [*in_phase, *recent]}.values()) if working else []
     return mandatory, [redact_record(r).record for r in working_set]
 
 
-def _candidates(core: Core, query: str, namespace: str, state: Mapping[str, Any] | None, k: int) -> list[Hit]:
-    """The search hits best first, history included, until ``k`` current ones."""
+CHATTER_LOOKBACK = 4
+"""The working tier reads up to this many times ``working`` newest records to find ``working`` that are not chatter."""
+
+
+def _to_confirm(core: Core, namespace: str, filled: Filling) -> None:
+    """The "To confirm" section (:func:`retain.safety.conflicts.to_confirm_lines`: each open conflict
+    with a clarifying question, secrets scrubbed) right after the hard constraints, when it fits;
+    else each conflict is reported left out for the budget (its records may still be packed)."""
+    conflicts = list_conflicts(core.store, namespace)
+    lines = [scrub(line) for line in to_confirm_lines(conflicts)]
+    if not lines:
+        return
+    need = sum(core.encoder.count_tokens(lines))
+    if filled.used + need > filled.budget:
+        detail = f"to confirm: needs {need} tokens, {filled.budget - filled.used} left"
+        filled.left += [LeftOut(c.new.id, "budget", None, None, 0, detail) for c in conflicts]
+        return
+    filled.used += need
+    filled.lines += lines
+
+
+def _candidates(
+    core: Core, query: str, namespace: str, state: Mapping[str, Any] | None, k: int, tiers: tuple[Tier, ...]
+) -> list[Hit]:
+    """The search hits of ``tiers`` best first, history included, until ``k`` current ones."""
     hits = (
         search(
             core,
             query,
             namespace=namespace,
-            request=SearchRequest(k=2 * k, include_superseded=True, state=state or None),
+            request=SearchRequest(k=2 * k, include_superseded=True, state=state or None, tiers=tiers),
         )
         if query.strip()
         else []
@@ -336,83 +361,6 @@ def _candidates(core: Core, query: str, namespace: str, state: Mapping[str, Any]
         current += hit.record.superseded_by is None
     annotate(n_candidates=len(candidates))
     return candidates
-
-
-class _Filling:
-    """The context being filled within ``budget`` tokens: lines, items, left-out candidates, tokens used."""
-
-    def __init__(self, budget: int, threshold: float | None, tokens: Mapping[str, int]) -> None:
-        self.budget, self.threshold, self.tokens = budget, threshold, tokens
-        self.items: list[ContextItem] = []
-        self.lines: list[str] = []
-        self.left: list[LeftOut] = []
-        self.used = 0
-        self.held: dict[str, str] = {}  # content hash -> record id packed
-        self.packed: set[str] = set()  # ids of the constraints and working records packed
-
-    def _put(self, rec: MemoryRecord, tier: str, hit: Hit | None) -> None:
-        self.used += self.tokens[rec.id]
-        self.held[rec.content_hash] = rec.id
-        self.lines.append(render_line(rec))
-        self.items.append(_item(rec, tier, self.tokens[rec.id], hit))
-
-    def add_mandatory(self, mandatory: Sequence[MemoryRecord], hits: Mapping[str, Hit]) -> None:
-        """Every hard constraint (their total is known to fit)."""
-        for rec in mandatory:
-            self.packed.add(rec.id)
-            self._put(rec, "hard_constraint", hits.get(rec.id))
-
-    def add_to_confirm(self, core: Core, namespace: str) -> None:
-        """The "To confirm" section (:func:`retain.safety.conflicts.to_confirm_lines`, secrets
-        scrubbed) right after the hard constraints, when it fits; else each conflict is left out
-        for the budget."""
-        conflicts = list_conflicts(core.store, namespace)
-        lines = [scrub(line) for line in to_confirm_lines(conflicts)]
-        if not lines:
-            return
-        need = sum(core.encoder.count_tokens(lines))
-        if self.used + need > self.budget:
-            detail = f"to confirm: needs {need} tokens, {self.budget - self.used} left"
-            self.left += [LeftOut(c.new.id, "budget", None, None, 0, detail) for c in conflicts]
-            return
-        self.used += need
-        self.lines += lines
-
-    def add_working(self, working_set: Sequence[MemoryRecord]) -> None:
-        """The working tier, newest first, each record that fits."""
-        for rec in working_set:
-            if rec.id in self.packed:
-                continue
-            if self.used + self.tokens[rec.id] > self.budget:
-                self.left.append(
-                    LeftOut(rec.id, "budget", None, None, self.tokens[rec.id], "working tier: did not fit")
-                )
-                continue
-            self.packed.add(rec.id)
-            self._put(rec, "working", None)
-
-    def add_hits(self, candidates: Sequence[Hit]) -> None:
-        """The search hits best first, each current, new, above the threshold and fitting."""
-        left_working = {x.record_id for x in self.left}
-        for hit in candidates:
-            rec = hit.record
-            if rec.id in self.packed or rec.id in left_working:
-                continue  # already in (a constraint or the working tier), or already left out as working
-            need_here = self.tokens[rec.id]
-            if rec.superseded_by is not None:
-                reason, detail = "superseded", f"superseded by {rec.superseded_by}"
-            elif rec.content_hash in self.held:
-                reason, detail = "duplicate", f"same content as {self.held[rec.content_hash]}"
-            elif self.threshold is not None and hit.score < self.threshold:
-                reason, detail = "below_threshold", f"score below {self.threshold:g}"
-            elif self.used + need_here > self.budget:
-                reason, detail = "budget", f"needs {need_here} tokens, {self.budget - self.used} left"
-            else:
-                reason, detail = "", ""
-            if reason:
-                self.left.append(LeftOut(rec.id, reason, hit.score, hit.rank, need_here, detail))
-            else:
-                self._put(rec, "retrieved", hit)
 
 
 def _store(store: Store, provenance: Provenance, actor: str) -> None:
@@ -459,11 +407,15 @@ def explain(store: Store, provenance_id: str, *, namespace: str | None = None) -
     return Provenance.from_stored(row)
 
 
-def _check_state(state: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def _check_state(state: AgentState | Mapping[str, Any] | None) -> dict[str, Any] | None:
     if state is None:
         return None
+    if isinstance(state, AgentState):
+        state = state.to_dict()
     if not isinstance(state, Mapping):
-        raise InvalidInput(f"state: must be a mapping (a JSON object) or None, got {type(state).__name__}")
+        raise InvalidInput(
+            f"state: must be an AgentState, a mapping (a JSON object) or None, got {type(state).__name__}"
+        )
     try:
         doc: dict[str, Any] = json.loads(json.dumps(dict(state), allow_nan=False, ensure_ascii=False))
     except (TypeError, ValueError, RecursionError) as exc:
@@ -493,17 +445,3 @@ def _left_dict(item: LeftOut) -> dict[str, Any]:
         "tokens": item.tokens,
         "detail": item.detail,
     }
-
-
-def _item(record: MemoryRecord, why: str, tokens: int, hit: Hit | None) -> ContextItem:
-    """The provenance entry of ``record`` packed for reason ``why`` (with its search scores when it was a hit)."""
-    return ContextItem(
-        record_id=record.id,
-        why=why,
-        tokens=tokens,
-        score=hit.score if hit is not None else None,
-        scores=dict(hit.scores) if hit is not None else {},
-        rank=hit.rank if hit is not None else None,
-        source=record.source,
-        type=record.type.value,
-    )

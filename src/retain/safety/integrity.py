@@ -28,6 +28,7 @@ import numpy as np
 
 from retain.config import DEFAULT_TRUSTED_ACTORS
 from retain.errors import Forbidden, InvalidInput
+from retain.ingest.draft import check_text
 from retain.record import MemoryRecord, Tier, validate_namespace
 from retain.retention.budget import is_mandatory
 from retain.retrieval.search import SearchRequest, search
@@ -39,10 +40,12 @@ from retain.store import (
     DeleteRecords,
     PutRecords,
     RecordFilter,
+    RequireHot,
     RequireUnchanged,
     Store,
     retry_on_conflict,
 )
+from retain.text.lexical import check_query
 
 if TYPE_CHECKING:
     from retain.core import Core
@@ -153,8 +156,9 @@ def set_pinned(core: Core, id: str, *, namespace: str, pinned: bool, actor: str,
         InvalidInput: ``id`` is superseded (pin its current version).
         Forbidden: ``actor`` is not trusted (audited).
         BudgetInfeasible: pinning would make the core tier exceed the budget; nothing is written.
-        WriteConflict: another writer deleted, superseded or moved the record meanwhile; nothing is
-            written.
+        WriteConflict: another writer deleted, superseded or moved the record, or (with a budget)
+            changed the hot memory the decision was made on, meanwhile; nothing is written and
+            calling again decides on the store as it is.
     """
     op = "pin" if pinned else "unpin"
     record = core.get(id, namespace=namespace)
@@ -170,9 +174,13 @@ def set_pinned(core: Core, id: str, *, namespace: str, pinned: bool, actor: str,
     new = new.evolve(tier=Tier.CORE if is_mandatory(new) else Tier.DYNAMIC)
     moved: list[MemoryRecord] = []
     evictions: list[AuditEntry] = []
+    hot_guard: list[RequireHot] = []
     if core.budget is not None:
         core.invalidate(namespace)
-        (new,), moved, evictions = core.apply_budget(namespace, [new], actor=actor, trigger=op, exclude=frozenset({id}))
+        (new,), moved, evictions, guard = core.apply_budget(
+            namespace, [new], actor=actor, trigger=op, exclude=frozenset({id})
+        )
+        hot_guard = [guard]
     entry = _entry(namespace, op, id, actor, reason, "done", tier_before=record.tier.value, tier_after=new.tier.value)
     try:
         core.store.batch(
@@ -180,6 +188,7 @@ def set_pinned(core: Core, id: str, *, namespace: str, pinned: bool, actor: str,
                 # the record (and those evicted) as read: deleted or changed by another writer since,
                 # none is written back from a stale copy
                 RequireUnchanged(namespace, id, record.tier),
+                *hot_guard,
                 *(RequireUnchanged(namespace, r.id) for r in moved),
                 PutRecords((new, *moved)),
                 AppendAudit(entry),
@@ -238,6 +247,8 @@ def forget(core: Core, query_or_id: str, *, namespace: str, actor: str, reason: 
     validate_namespace(namespace)
     if not isinstance(query_or_id, str) or not query_or_id.strip():
         raise InvalidInput("query_or_id: required, a non-empty string")
+    check_text(query_or_id, "query_or_id")
+    check_query(query_or_id)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInput(f"k: must be an int >= 1, got {k!r}")
     trusted = is_trusted(actor, core.config.trusted_actors)

@@ -159,8 +159,10 @@ class Operation:
                 continue
             if isinstance(value, str | int | float | bool):
                 self.attributes[key] = value
-            else:
+            elif isinstance(value, list | tuple | set | frozenset):
                 self.attributes[key] = [str(v) for v in value]
+            else:  # an argument not yet validated (the call refuses it): its type name, never its value
+                self.attributes[key] = type(value).__name__
 
 
 @contextmanager

@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from retain.errors import InvalidInput
+
 __all__ = ["GENESIS_HASH", "AuditEntry", "RawAudit", "audit_hash"]
 
 
@@ -34,6 +36,17 @@ class AuditEntry:
     reason: str = ""
     policy: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("namespace", "op", "actor", "reason"):
+            if not isinstance(getattr(self, name), str):
+                raise InvalidInput(f"audit {name}: must be a string, got {type(getattr(self, name)).__name__}")
+        for name in ("record_id", "policy"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise InvalidInput(f"audit {name}: must be a string or None, got {type(value).__name__}")
+        if not isinstance(self.details, dict):
+            raise InvalidInput(f"audit details: must be a dict, got {type(self.details).__name__}")
 
 
 GENESIS_HASH = "0" * 64

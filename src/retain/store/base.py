@@ -77,7 +77,9 @@ class Store(ABC):
         audit: Sequence[AuditEntry] = (),
         edges: Sequence[Edge] = (),
         *,
-        require: Sequence[store_ops.RequireUnique | store_ops.RequireUnchanged | store_ops.RequireCurrent] = (),
+        require: Sequence[
+            store_ops.RequireUnique | store_ops.RequireUnchanged | store_ops.RequireCurrent | store_ops.RequireHot
+        ] = (),
     ) -> None:
         """Write records, then their edges (if any), and the audit entries atomically.
 
@@ -222,6 +224,39 @@ class Store(ABC):
     def provenance(self, id: str, namespace: str | None = None) -> dict[str, Any] | None:
         """A stored context provenance; see :class:`GetProvenance`."""
         result: dict[str, Any] | None = self.batch([store_ops.GetProvenance(id, namespace)])[0]
+        return result
+
+    def page_ids(
+        self,
+        namespace: str,
+        filter: RecordFilter = RecordFilter(),
+        *,
+        pinned: bool | None = None,
+        terms: Sequence[str] = (),
+        after: str | None = None,
+        limit: int = 50,
+    ) -> store_ops.IdPage:
+        """One page of record ids, newest written first, with the total matching; see :class:`PageIds`."""
+        op = store_ops.PageIds(namespace, filter, pinned, tuple(terms), after, limit)
+        result: store_ops.IdPage = self.batch([op])[0]
+        return result
+
+    def stats(self, namespace: str) -> store_ops.RecordStats:
+        """Counts of ``namespace``'s records by tier and type; see :class:`NamespaceStats`."""
+        result: store_ops.RecordStats = self.batch([store_ops.NamespaceStats(namespace)])[0]
+        return result
+
+    def query_audit(self, query: store_ops.QueryAudit) -> list[dict[str, Any]]:
+        """Audit entries matching ``query``, newest first; see :class:`QueryAudit`."""
+        result: list[dict[str, Any]] = self.batch([query])[0]
+        return result
+
+    def audit_histogram(
+        self, namespace: str, ops: Sequence[str] | None = None, bucket_seconds: int = 3600
+    ) -> list[tuple[Any, str, int]]:
+        """Audit entries per time bucket and operation; see :class:`AuditHistogram`."""
+        op = store_ops.AuditHistogram(namespace, None if ops is None else tuple(ops), bucket_seconds)
+        result: list[tuple[Any, str, int]] = self.batch([op])[0]
         return result
 
     def __enter__(self) -> Store:

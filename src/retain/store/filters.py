@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from retain.errors import InvalidInput
-from retain.record import MemoryType, Tier, parse_tier, parse_type
+from retain.record import MemoryType, Tier, parse_tier, parse_type, utc
+from retain.store.where import MetadataCondition, parse_where
 
 __all__ = ["ALL_RECORDS", "DEFAULT_FILTER", "HOT_TIERS", "MAX_SEQ", "RecordFilter"]
 
@@ -34,6 +35,11 @@ class RecordFilter:
             segment are kept only by ``segments=None``.
         seqs: keep only records at these stream positions, ints in [0, 2**63) (None = all; () = none).
             Records without a position are kept only by ``seqs=None``.
+        where: metadata conditions, all of which a record meets (:mod:`retain.store.where`; a mapping
+            is parsed with :func:`~retain.store.where.parse_where`); None = no condition.
+        live_at: leave out the hot (core, dynamic) records expired at this time (UTC): those whose
+            ``metadata["expires_at"]`` (:data:`~retain.store.where.EXPIRES_AT_KEY`) is <= ``live_at``
+            (archived records are kept); None = expired records too.
 
     Any iterable is accepted for the tuple fields (type and tier names too); ``types`` and ``tiers``
     are stored as tuples of enums, ``segments`` and ``seqs`` as sorted tuples without duplicates, so
@@ -42,7 +48,8 @@ class RecordFilter:
     Raises:
         InvalidInput: a field of the wrong kind (a string or a number where a collection is due; a
             segment id that is not a string or holds a lone surrogate; a position that is not an int,
-            is negative or does not fit 64 bits; an unknown type or tier name; ``include_superseded`` not a bool).
+            is negative or does not fit 64 bits; an unknown type or tier name; ``include_superseded`` not a bool;
+            a bad ``where`` condition; a naive or unparseable ``live_at``).
     """
 
     types: tuple[MemoryType, ...] | None = None
@@ -52,8 +59,18 @@ class RecordFilter:
     include_superseded: bool = False
     segments: tuple[str, ...] | None = None
     seqs: tuple[int, ...] | None = None
+    where: tuple[MetadataCondition, ...] | None = None
+    live_at: datetime | None = None
 
     def __post_init__(self) -> None:
+        if self.where is not None and not (
+            isinstance(self.where, tuple) and all(isinstance(c, MetadataCondition) for c in self.where)
+        ):
+            object.__setattr__(self, "where", parse_where(self.where))  # type: ignore[arg-type]
+        if self.where == ():
+            object.__setattr__(self, "where", None)
+        if self.live_at is not None:
+            object.__setattr__(self, "live_at", utc(self.live_at, field_name="live_at"))
         if not isinstance(self.include_superseded, bool):
             raise InvalidInput(f"include_superseded: must be a bool, got {self.include_superseded!r}")
         if self.types is not None:

@@ -13,6 +13,8 @@ lists them: code outside this package imports them from there.
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -121,7 +123,26 @@ class RequireUnchanged:
     superseded_by: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RequireHot:
+    """Fail the whole batch unless the current records of ``namespace`` in the hot tiers (core and
+    dynamic: what a budget counts) are exactly ``ids``: the hot memory a retention decision was made
+    against. Checked in the write transaction, it makes the budget hard across connections and
+    processes: a decision taken on a hot set another writer changed since (an add, an eviction, a
+    restore) is never committed, so the committed hot memory never exceeds the budget and no writer
+    evicts a record another writer already archived. Reading the hot set costs one indexed query over
+    at most the budget's records (plus mandatory ones).
+
+    Result: None. Raises WriteConflict (the batch rolls back, nothing is written; the caller reads
+    the hot set again and decides again: :func:`retry_on_conflict`)."""
+
+    namespace: str
+    ids: frozenset[str]
+
+
 WRITE_ATTEMPTS = 5
+_BACKOFF_SECONDS = 0.005
+"""First ceiling of the random wait between attempts (doubled after each conflict)."""
 """Most times a read-then-write operation (``Memory.add_many``, ``update``, ``delete``, ``forget``,
 ``propagate_importance``, segment summaries) runs when its guarded write (:class:`RequireUnique`,
 :class:`RequireUnchanged`) finds that another writer changed what it read: each attempt reads again."""
@@ -136,11 +157,12 @@ def retry_on_conflict(attempt_once: Callable[[], _T]) -> _T:
     Raises:
         WriteConflict: the last attempt's, when every attempt conflicted (nothing of it was written).
     """
-    for _ in range(WRITE_ATTEMPTS - 1):
+    for attempt in range(WRITE_ATTEMPTS - 1):
         try:
             return attempt_once()
         except WriteConflict:
-            continue
+            # full-jitter exponential backoff, so writers racing for one namespace stop colliding in step
+            time.sleep(random.uniform(0.0, _BACKOFF_SECONDS * 2**attempt))
     return attempt_once()
 
 
@@ -312,6 +334,90 @@ class ListEdges:
     direction: str = "both"
 
 
+@dataclass(frozen=True, slots=True)
+class PageIds:
+    """One page of a namespace's record ids for browsing, newest written first. Result: :class:`IdPage`.
+
+    Keeps the records ``filter`` keeps, and of those only pinned (``pinned`` True) or unpinned
+    (False) ones when ``pinned`` is set, and only those whose indexed terms
+    (:func:`retain.text.lexical.index_terms` of the content) hold every one of ``terms``. ``after`` is
+    the last id of the previous page (None = the first page): pages are keyed on the write order, so
+    a page costs the same at any depth and records written meanwhile do not shift later pages.
+
+    Raises InvalidInput: ``limit`` < 1, or ``after`` names no record of the namespace.
+    """
+
+    namespace: str
+    filter: RecordFilter = DEFAULT_FILTER
+    pinned: bool | None = None
+    terms: tuple[str, ...] = ()
+    after: str | None = None
+    limit: int = 50
+
+
+class IdPage(NamedTuple):
+    """A page of :class:`PageIds`: the ids (newest written first) and ``total``, the number of
+    records matching on every page together."""
+
+    ids: list[str]
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceStats:
+    """Counts of one namespace's records in one pass. Result: :class:`RecordStats`."""
+
+    namespace: str
+
+
+class RecordStats(NamedTuple):
+    """What :class:`NamespaceStats` returns.
+
+    Attributes:
+        current: ``{(tier, type): count}`` of the current records (not superseded), values as strings.
+        superseded: versions a newer one replaced (kept as history).
+        pinned: current records that are pinned.
+    """
+
+    current: dict[tuple[str, str], int]
+    superseded: int
+    pinned: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryAudit:
+    """Audit entries matching every given field, newest first, at most ``limit``. Result: list of
+    dicts as :class:`ReadAudit` returns them (``details`` parsed).
+
+    ``namespace`` None = every namespace; ``ops`` and ``actor``: exact values; ``record_id``: entries
+    about that record; ``start`` / ``end``: entry time in [start, end) (UTC); ``after_seq`` /
+    ``before_seq``: sequence numbers strictly between them (a page of the log, or the entries
+    between two snapshots). Raises InvalidInput when ``limit`` < 1.
+    """
+
+    namespace: str | None = None
+    ops: tuple[str, ...] | None = None
+    actor: str | None = None
+    record_id: str | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+    after_seq: int | None = None
+    before_seq: int | None = None
+    limit: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class AuditHistogram:
+    """Audit entries of one namespace counted per operation and per time bucket of ``bucket_seconds``
+    (buckets start at multiples of it since the Unix epoch, UTC). Result: list of
+    ``(bucket start (UTC datetime), op, count)`` by bucket, then op. ``ops`` None = every operation.
+    Raises InvalidInput when ``bucket_seconds`` < 1."""
+
+    namespace: str
+    ops: tuple[str, ...] | None = None
+    bucket_seconds: int = 3600
+
+
 Op = (
     PutRecords
     | GetRecords
@@ -319,6 +425,7 @@ Op = (
     | RequireCurrent
     | RequireUnchanged
     | RequireUnique
+    | RequireHot
     | ListRecords
     | ListIds
     | CountRecords
@@ -335,4 +442,8 @@ Op = (
     | GetProvenance
     | PutEdges
     | ListEdges
+    | PageIds
+    | NamespaceStats
+    | QueryAudit
+    | AuditHistogram
 )

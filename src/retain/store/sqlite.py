@@ -28,6 +28,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,11 @@ import numpy.typing as npt
 
 import retain.store.ops as store_ops
 from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, WriteConflict
-from retain.record import MemoryRecord, search_text
+from retain.record import MemoryRecord, Tier, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
 from retain.store.sqlite_audit import append_audit, get_provenance, put_provenance, read_audit, read_audit_raw
+from retain.store.sqlite_browse import audit_histogram, namespace_stats, page_ids, query_audit
 from retain.store.sqlite_edges import list_edges, purge_edges, put_edges
 from retain.store.sqlite_index import NamespaceIndex, build_index, nearest
 from retain.store.sqlite_rows import COLUMNS, ORDERS, filter_sql, record_values, row_to_record, same_content
@@ -142,6 +144,9 @@ class SQLiteStore(Store):
                 if str(mode).lower() != "wal":  # pragma: no cover - filesystem without WAL support
                     raise SchemaError(f"could not enable WAL on {self._path} (journal_mode={mode})")
             self._conn.execute("PRAGMA synchronous = NORMAL")
+            if int(self._conn.execute("PRAGMA user_version").fetchone()[0]) == SCHEMA_VERSION:
+                self._ready = True  # nothing to migrate: no write lock, so a writer's lock does not block opening
+                return
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 current = int(self._conn.execute("PRAGMA user_version").fetchone()[0])
@@ -289,8 +294,10 @@ class SQLiteStore(Store):
             missing = list(dict.fromkeys(ids))
         for start in range(0, len(missing), _IN_CHUNK):
             chunk = missing[start : start + _IN_CHUNK]
+            # `+namespace`: with ten ids or more the planner otherwise prefers (namespace, seq) and scans
+            # the namespace; the id index finds each row directly (the namespace term still filters).
             rows = self._conn.execute(
-                f"SELECT {COLUMNS} FROM records WHERE namespace = ? AND id IN ({','.join('?' * len(chunk))})",
+                f"SELECT {COLUMNS} FROM records WHERE +namespace = ? AND id IN ({','.join('?' * len(chunk))})",
                 (namespace, *chunk),
             ).fetchall()
             for row in rows:
@@ -327,6 +334,18 @@ class SQLiteStore(Store):
         if op.tier is not None and row[1] != op.tier.value:
             raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
 
+    def _require_hot(self, op: store_ops.RequireHot) -> None:
+        rows = self._conn.execute(
+            "SELECT id FROM records WHERE namespace = ? AND superseded_by IS NULL AND tier IN (?, ?)",
+            (op.namespace, Tier.CORE.value, Tier.DYNAMIC.value),
+        ).fetchall()
+        held = frozenset(r[0] for r in rows)
+        if held != op.ids:
+            raise WriteConflict(
+                f"the hot memory of namespace {op.namespace!r} changed meanwhile "
+                f"({len(held - op.ids)} records in, {len(op.ids - held)} out); the retention decision is retaken"
+            )
+
     def _require_unique(self, op: store_ops.RequireUnique) -> None:
         where, params = same_content(
             store_ops.FindByHash(op.namespace, op.content_hash, True, op.role, op.segment, op.seq)
@@ -345,7 +364,9 @@ class SQLiteStore(Store):
         if order is None:
             raise InvalidInput(f"order: {op.order!r} is not one of created, seq, event, recent")
         index = self._cache.get(op.namespace)
-        if index is not None and op.order in ("created", "recent"):  # write order is the index's row order
+        if (
+            index is not None and op.order in ("created", "recent") and op.filter.where is None
+        ):  # write order is the index's row order
             rows = index.rows(op.filter)
             if op.order == "recent":
                 rows = rows[::-1]
@@ -387,13 +408,16 @@ class SQLiteStore(Store):
         index = self._index(op.namespace)
         if index is None:
             return [[] for _ in queries]
-        if op.filter.seqs is not None or op.filter.segments is not None:
-            return self._vectors(op.namespace, queries, op.filter, op.limit)
-        keys = [(q.tobytes(), op.filter, int(op.limit)) for q in queries]
+        flt = op.filter
+        if flt.live_at is not None and not index.expiring:  # the same answer at any time: memoise it once
+            flt = replace(flt, live_at=None)
+        if flt.seqs is not None or flt.segments is not None or flt.where is not None or flt.live_at is not None:
+            return self._vectors(op.namespace, queries, flt, op.limit)
+        keys = [(q.tobytes(), flt, int(op.limit)) for q in queries]
         found = {j: index.searches[key] for j, key in enumerate(keys) if key in index.searches}
         todo = [j for j in range(len(keys)) if j not in found]
         if todo:
-            scanned = self._vectors(op.namespace, queries[todo], op.filter, op.limit)
+            scanned = self._vectors(op.namespace, queries[todo], flt, op.limit)
             found.update(zip(todo, scanned, strict=True))
             if len(index.searches) + len(todo) > _SEARCH_MEMO_LIMIT:
                 index.searches.clear()
@@ -407,7 +431,11 @@ class SQLiteStore(Store):
         index = self._index(namespace)
         if index is None:
             return [[] for _ in range(queries.shape[0])]
-        return nearest(index, queries, flt, limit)
+        keep = None
+        if flt.where is not None:  # the metadata conditions by SQL, the rest of the filter too
+            where, params = filter_sql(namespace, flt)
+            keep = index.rows_of([r[0] for r in self._conn.execute(f"SELECT id FROM records WHERE {where}", params)])
+        return nearest(index, queries, flt, limit, keep)
 
     def _index(self, namespace: str) -> NamespaceIndex | None:
         """The namespace's dense index (cached until a write or another connection's commit drops it),
@@ -427,7 +455,7 @@ class SQLiteStore(Store):
         rowids = [
             r[0]
             for r in self._conn.execute(
-                f"SELECT rowid FROM records WHERE namespace = ? AND id IN ({marks})", (op.namespace, *op.ids)
+                f"SELECT rowid FROM records WHERE +namespace = ? AND id IN ({marks})", (op.namespace, *op.ids)
             ).fetchall()
         ]
         purge_edges(self._conn, op.namespace, op.ids)  # never dangling
@@ -453,7 +481,13 @@ class SQLiteStore(Store):
         return len(rowids)
 
     def _namespaces(self, op: store_ops.ListNamespaces) -> list[str]:
-        return [r[0] for r in self._conn.execute("SELECT DISTINCT namespace FROM records ORDER BY namespace")]
+        # a skip-scan of the namespace index: one step per namespace, not one per record
+        sql = (
+            "WITH RECURSIVE n(x) AS (SELECT MIN(namespace) FROM records UNION ALL "
+            "SELECT (SELECT MIN(namespace) FROM records WHERE namespace > x) FROM n WHERE x IS NOT NULL) "
+            "SELECT x FROM n WHERE x IS NOT NULL"
+        )
+        return [r[0] for r in self._conn.execute(sql)]
 
 
 _HANDLERS: dict[type, Any] = {  # handlers on the store: its connection and caches
@@ -463,6 +497,7 @@ _HANDLERS: dict[type, Any] = {  # handlers on the store: its connection and cach
     store_ops.RequireCurrent: SQLiteStore._require_current,
     store_ops.RequireUnchanged: SQLiteStore._require_unchanged,
     store_ops.RequireUnique: SQLiteStore._require_unique,
+    store_ops.RequireHot: SQLiteStore._require_hot,
     store_ops.ListRecords: SQLiteStore._list,
     store_ops.ListIds: SQLiteStore._list_ids,
     store_ops.CountRecords: SQLiteStore._count,
@@ -482,4 +517,8 @@ _CONNECTION_HANDLERS: dict[type, Callable[[sqlite3.Connection, Any], Any]] = {  
     store_ops.GetProvenance: get_provenance,
     store_ops.PutEdges: put_edges,
     store_ops.ListEdges: list_edges,
+    store_ops.PageIds: page_ids,
+    store_ops.NamespaceStats: namespace_stats,
+    store_ops.QueryAudit: query_audit,
+    store_ops.AuditHistogram: audit_histogram,
 }

@@ -29,6 +29,11 @@ def append_audit(conn: sqlite3.Connection, op: AppendAudit) -> int:
     row = conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     prev = GENESIS_HASH if row is None else row[0]
     ts = to_us(utcnow())
+    try:
+        stored_details = json.dumps(entry.details, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"audit details: not JSON-serialisable ({type(exc).__name__})") from exc
+    # the hash covers exactly what the row stores: the details as they read back from their column
     fields = {
         "ts": ts,
         "namespace": entry.namespace,
@@ -37,7 +42,7 @@ def append_audit(conn: sqlite3.Connection, op: AppendAudit) -> int:
         "actor": entry.actor,
         "reason": entry.reason,
         "policy": entry.policy,
-        "details": entry.details,
+        "details": json.loads(stored_details),
     }
     digest = audit_hash(prev, fields)
     cur = conn.execute(
@@ -51,7 +56,7 @@ def append_audit(conn: sqlite3.Connection, op: AppendAudit) -> int:
             entry.actor,
             entry.reason,
             entry.policy,
-            json.dumps(entry.details, ensure_ascii=False, sort_keys=True),
+            stored_details,
             prev,
             digest,
         ),

@@ -48,7 +48,7 @@ def put_edges(conn: sqlite3.Connection, op: PutEdges) -> None:
         found: set[str] = set()
         for chunk in _chunks(sorted(ids)):
             marks = ",".join("?" * len(chunk))
-            rows = conn.execute(f"SELECT id FROM records WHERE namespace = ? AND id IN ({marks})", (namespace, *chunk))
+            rows = conn.execute(f"SELECT id FROM records WHERE +namespace = ? AND id IN ({marks})", (namespace, *chunk))
             found.update(r[0] for r in rows)
         known[namespace] = found
     for i, e in enumerate(edges):

@@ -14,9 +14,10 @@ import numpy.typing as npt
 from retain.errors import InvalidInput, SchemaError
 from retain.numeric.kernels import blocked_product
 from retain.record import MemoryRecord
-from retain.store.filters import RecordFilter
+from retain.store.filters import HOT_TIERS, RecordFilter
 from retain.store.ops import ScoredId
 from retain.store.sqlite_rows import to_us
+from retain.store.where import EXPIRES_AT_KEY, parse_expiry
 
 __all__ = ["NamespaceIndex", "build_index", "nearest"]
 
@@ -40,13 +41,21 @@ class NamespaceIndex:
     seqs: npt.NDArray[np.int64]  # -1: no position (float64 would merge positions above 2**53)
     event_us: npt.NDArray[np.float64]
     current: npt.NDArray[np.bool_]
+    expires_us: npt.NDArray[np.float64]  # NaN: never expires
     masks: dict[RecordFilter, npt.NDArray[np.intp]] = field(default_factory=dict)
     searches: dict[tuple[bytes, RecordFilter, int], list[ScoredId]] = field(default_factory=dict)
 
     def rows(self, flt: RecordFilter) -> npt.NDArray[np.intp]:
         """Row numbers (ascending = oldest written first) of the records ``flt`` keeps; memoised for
         filters without ``seqs`` or ``segments`` (those change with every query: they are applied to
-        the memoised rows of the rest of the filter)."""
+        the memoised rows of the rest of the filter). ``flt.where`` is not applied here: the store
+        selects those rows by SQL (:meth:`rows_of`)."""
+        if flt.live_at is not None:  # changes with every search: applied to the memoised rows
+            rows = self.rows(replace(flt, live_at=None))
+            if self.expiring:
+                expired = self.expires_us[rows] <= float(to_us(flt.live_at))
+                rows = rows[~(expired & np.isin(self.tiers[rows], [t.value for t in HOT_TIERS]))]
+            return rows
         if flt.seqs is not None or flt.segments is not None:
             # the rest of the filter from the memo, then the positions / segments among those rows only
             rows = self.rows(replace(flt, seqs=None, segments=None))
@@ -63,6 +72,16 @@ class NamespaceIndex:
             self.masks.clear()
         self.masks[flt] = rows
         return rows
+
+    @property
+    def expiring(self) -> bool:
+        """Whether any record of the index has an expiry time."""
+        return bool(np.isfinite(self.expires_us).any())
+
+    def rows_of(self, ids: Sequence[str]) -> npt.NDArray[np.intp]:
+        """Row numbers of the records ``ids`` (ascending; ids not in the index are skipped)."""
+        wanted = set(ids)
+        return np.flatnonzero(np.fromiter((i in wanted for i in self.ids), dtype=bool, count=len(self.ids)))
 
     def apply(self, writes: Sequence[tuple[MemoryRecord, bool]]) -> bool:
         """Bring the index up to date with ``writes`` (each record as just written, and whether it was
@@ -93,6 +112,7 @@ class NamespaceIndex:
                 self.types[i], self.tiers[i], self.segments[i] = rec.type.value, rec.tier.value, rec.segment
                 self.seqs[i] = _index_seq(rec)
                 self.event_us[i], self.current[i] = _index_columns(rec)
+                self.expires_us[i] = _expires_us(rec.metadata.get(EXPIRES_AT_KEY))
         if new:
             rows = [zero if r.embedding is None else np.asarray(r.embedding, dtype="<f4") for r in new]
             self.matrix = np.concatenate([self.matrix, np.stack(rows).reshape(len(new), dim)])
@@ -105,6 +125,8 @@ class NamespaceIndex:
             self.seqs = np.concatenate([self.seqs, np.array([_index_seq(r) for r in new], dtype=np.int64)])
             self.event_us = np.concatenate([self.event_us, columns[:, 0]])
             self.current = np.concatenate([self.current, columns[:, 1].astype(bool)])
+            expires = [_expires_us(r.metadata.get(EXPIRES_AT_KEY)) for r in new]
+            self.expires_us = np.concatenate([self.expires_us, np.array(expires, dtype=np.float64)])
         self.masks.clear()
         self.searches.clear()
         return True
@@ -138,6 +160,12 @@ def _index_columns(rec: MemoryRecord) -> tuple[float, float]:
     )
 
 
+def _expires_us(text: object) -> float:
+    """An expiry text as UTC microseconds (a float), NaN for none."""
+    when = parse_expiry(text)
+    return np.nan if when is None else float(to_us(when))
+
+
 def _objects(values: Sequence[Any]) -> npt.NDArray[np.object_]:
     out = np.empty(len(values), dtype=object)
     out[:] = values
@@ -152,9 +180,9 @@ def build_index(conn: sqlite3.Connection, namespace: str) -> NamespaceIndex | No
         SchemaError: the namespace holds embeddings of several dimensions.
     """
     rows = conn.execute(
-        "SELECT id, embedding, type, tier, segment, event_time, superseded_by IS NULL, seq FROM records "
-        "WHERE namespace = ? ORDER BY rowid",
-        (namespace,),
+        "SELECT id, embedding, type, tier, segment, event_time, superseded_by IS NULL, seq, json_extract(metadata, ?) "
+        "FROM records WHERE namespace = ? ORDER BY rowid",
+        (f'$."{EXPIRES_AT_KEY}"', namespace),
     ).fetchall()
     if not rows:
         return None
@@ -178,15 +206,20 @@ def build_index(conn: sqlite3.Connection, namespace: str) -> NamespaceIndex | No
         seqs=np.array([-1 if r[7] is None else r[7] for r in rows], dtype=np.int64),
         event_us=np.array([np.nan if r[5] is None else float(r[5]) for r in rows], dtype=np.float64),
         current=np.array([bool(r[6]) for r in rows], dtype=bool),
+        expires_us=np.array([_expires_us(r[8]) for r in rows], dtype=np.float64),
     )
 
 
 def nearest(
-    index: NamespaceIndex, queries: npt.NDArray[np.float32], flt: RecordFilter, limit: int
+    index: NamespaceIndex,
+    queries: npt.NDArray[np.float32],
+    flt: RecordFilter,
+    limit: int,
+    keep: npt.NDArray[np.intp] | None = None,
 ) -> list[list[ScoredId]]:
     """Exact cosine top-``limit`` for each row of ``queries`` ((p, d) float32) over the records
-    ``flt`` keeps, best first (score = cosine in [-1, 1], higher = closer), in one pass over the
-    index's matrix (no copy of the kept rows) on the calling thread
+    ``flt`` keeps (or the rows ``keep``, when given), best first (score = cosine in [-1, 1], higher =
+    closer), in one pass over the index's matrix (no copy of the kept rows) on the calling thread
     (:func:`retain.numeric.kernels.blocked_product`): row blocks each multiplied by all p queries while in
     cache (p matrix-vector products would read the matrix p times; one (n, d) x (d, p) product would
     first copy all of it; a threaded BLAS product stalls when the machine is busy).
@@ -204,7 +237,7 @@ def nearest(
         norm = float(np.linalg.norm(queries[j]))
         if norm > 0:
             queries[j] = queries[j] / np.float32(norm)
-    keep = index.rows(flt)
+    keep = index.rows(flt) if keep is None else keep
     keep = keep[index.has_vector[keep]]
     if keep.size == 0:
         return [[] for _ in range(p)]

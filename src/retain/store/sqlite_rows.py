@@ -14,6 +14,7 @@ import numpy as np
 from retain.record import MemoryRecord, MemoryType, Tier, read_only_json, utcnow
 from retain.store.filters import RecordFilter
 from retain.store.ops import FindByHash
+from retain.store.where import EXPIRES_AT_KEY, MetadataCondition, expiry_text
 
 __all__ = [
     "COLUMNS",
@@ -159,7 +160,46 @@ def filter_sql(namespace: str, flt: RecordFilter, alias: str = "") -> tuple[str,
     if flt.end is not None:
         clauses.append(f"{alias}event_time < ?")
         params.append(to_us(flt.end))
+    for condition in flt.where or ():
+        clause, condition_params = condition_sql(condition, f"{alias}metadata")
+        clauses.append(clause)
+        params.extend(condition_params)
+    if flt.live_at is not None:  # not expired: archived, no expiry text, or one after live_at
+        clauses.append(
+            f"NOT coalesce({alias}tier IN ('core', 'dynamic') AND json_type({alias}metadata, ?) = 'text' "
+            f"AND json_extract({alias}metadata, ?) <= ?, 0)"
+        )
+        params.extend((EXPIRY_PATH, EXPIRY_PATH, expiry_text(flt.live_at)))
     return " AND ".join(clauses), tuple(params)
+
+
+EXPIRY_PATH = f'$."{EXPIRES_AT_KEY}"'
+_JSON_TYPES = {bool: None, int: "('integer', 'real')", float: "('integer', 'real')", str: "('text')"}
+
+
+def condition_sql(condition: MetadataCondition, column: str) -> tuple[str, list[Any]]:
+    """The SQL of one metadata condition over the JSON ``column`` (never NULL: 1 or 0), with its
+    parameters; the comparison rules of :mod:`retain.store.where`."""
+    path = condition.path
+    if condition.op == "$in":
+        parts = [_equal_sql(value, path, column) for value in condition.value]
+        return "(" + " OR ".join(p[0] for p in parts) + ")", [v for p in parts for v in p[1]]
+    if condition.op in ("$eq", "$ne"):
+        clause, params = _equal_sql(condition.value, path, column)
+        return (clause if condition.op == "$eq" else f"NOT {clause}"), params
+    value = condition.value
+    sign = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}[condition.op]
+    types = _JSON_TYPES[type(value)]
+    return f"coalesce(json_type({column}, ?) IN {types} AND json_extract({column}, ?) {sign} ?, 0)", [path, path, value]
+
+
+def _equal_sql(value: Any, path: str, column: str) -> tuple[str, list[Any]]:
+    if value is None:
+        return f"coalesce(json_type({column}, ?), 'null') = 'null'", [path]
+    if isinstance(value, bool):
+        return f"coalesce(json_type({column}, ?) = ?, 0)", [path, "true" if value else "false"]
+    types = _JSON_TYPES[type(value)]
+    return f"coalesce(json_type({column}, ?) IN {types} AND json_extract({column}, ?) = ?, 0)", [path, path, value]
 
 
 def same_content(op: FindByHash) -> tuple[str, tuple[Any, ...]]:
@@ -168,6 +208,8 @@ def same_content(op: FindByHash) -> tuple[str, tuple[Any, ...]]:
     where = "namespace = ? AND content_hash = ? AND superseded_by IS NULL"
     params: tuple[Any, ...] = (op.namespace, op.content_hash)
     if op.in_context:
-        where += " AND role IS ? AND segment IS ? AND seq IS ?"
+        # Unary plus keeps these terms off the index choice: on (namespace, seq) with seq NULL the planner
+        # would scan the whole namespace on every add; (namespace, content_hash) finds the few candidates.
+        where += " AND +role IS ? AND +segment IS ? AND +seq IS ?"
         params += (op.role, op.segment, op.seq)
     return where, params

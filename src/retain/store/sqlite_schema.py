@@ -9,7 +9,16 @@ from pathlib import Path
 from retain.errors import InvalidInput
 from retain.store.sqlite_edges import EDGES_MIGRATION
 
-__all__ = ["APPEND_ONLY_TRIGGERS", "MIGRATIONS", "SCHEMA_VERSION", "check_folder", "split_sql"]
+__all__ = ["APPEND_ONLY_TRIGGERS", "BROWSE_MIGRATION", "MIGRATIONS", "SCHEMA_VERSION", "check_folder", "split_sql"]
+
+BROWSE_MIGRATION = """
+    CREATE INDEX records_ns ON records (namespace);
+    CREATE INDEX records_ns_stats ON records (namespace, type, tier, pinned, superseded_by, event_time);
+    CREATE INDEX records_ns_event_order ON records (namespace, event_time IS NULL, event_time, seq);
+    CREATE INDEX audit_ns_op ON audit (namespace, op, seq, ts);
+    CREATE INDEX audit_ns_record ON audit (namespace, record_id, seq);
+"""
+"""Migration 4: the indexes of the browsing queries (:mod:`retain.store.sqlite_browse`)."""
 
 # Append-only: a released migration is never edited; add a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -76,6 +85,7 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX provenance_ns ON provenance (namespace, created_at);
     """,
     EDGES_MIGRATION,  # 3: typed edges between records (retain.retrieval.graph)
+    BROWSE_MIGRATION,  # 4: indexes of the browsing queries (paging, counts, audit look-ups; retain.ui)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -22,7 +22,8 @@ pytest then runs every test of the suite once per ``make_store`` parameter. The 
 fixture calls the factory, runs ``setup()`` and closes the store after each test. Tests of
 properties of one backend (its files, caches, triggers) belong in that backend's own tests
 (retain's are in ``tests/store/test_sqlite.py``). The parts: :mod:`~retain.store.conformance.records`,
-:mod:`~retain.store.conformance.search`, :mod:`~retain.store.conformance.lifecycle`; deterministic
+:mod:`~retain.store.conformance.search`, :mod:`~retain.store.conformance.metadata` (``where`` and
+expiry), :mod:`~retain.store.conformance.lifecycle`, :mod:`~retain.store.conformance.browse`; deterministic
 records and vectors in :mod:`~retain.store.conformance.helpers`.
 """
 
@@ -36,15 +37,17 @@ import pytest
 
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.store.base import Store
+from retain.store.conformance.browse import BrowseTests
 from retain.store.conformance.helpers import T0, make
 from retain.store.conformance.lifecycle import LifecycleTests
+from retain.store.conformance.metadata import MetadataTests
 from retain.store.conformance.records import RecordTests
 from retain.store.conformance.search import SearchTests
 
 __all__ = ["StoreConformance"]
 
 
-class StoreConformance(RecordTests, SearchTests, LifecycleTests):
+class StoreConformance(RecordTests, SearchTests, MetadataTests, LifecycleTests, BrowseTests):
     """The whole suite: subclass it as ``Test<Backend>`` with a ``make_store`` fixture (see the module docstring)."""
 
     @pytest.fixture

@@ -1,0 +1,527 @@
+"""Postgres backend: the same store contract over one Postgres database, for several processes and
+servers sharing one memory.
+
+* ``psycopg`` 3 with pgvector; any ``postgresql://`` URL (managed services included). Needs the
+  ``postgres`` extra and the ``vector`` extension available on the server (``setup()`` creates it).
+* Every batch is one transaction. A batch that writes first takes one transaction-scoped advisory
+  lock, so writers are serialised across every process and server as SQLite's ``BEGIN IMMEDIATE``
+  serialises them on one file: the audit hash chain stays one chain and a retention decision is
+  made against the committed hot count. Readers never wait.
+* Dense channel: cosine over ``embedding``; a namespace of at least :data:`ANN_MIN_RECORDS` records is
+  searched through an HNSW index (pgvector, ``vector_cosine_ops``, one per dimension) with strict-order
+  iterative scans, so filters still return ``limit`` hits; a smaller namespace is scanned exactly through
+  its namespace index, never through the whole table.
+* Lexical channel: BM25 computed as FTS5 computes it, over the same stemmed terms
+  (:mod:`retain.store.postgres_sql`), from a GIN index on a ``tsvector`` and table-wide term statistics
+  kept in the write transaction.
+* Nothing is cached between batches: another process's commit is seen by the next batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+import retain.store.ops as store_ops
+import retain.store.postgres_audit as audit
+import retain.store.postgres_browse as browse
+from retain.errors import DuplicateContent, InvalidInput, RecordNotFound, SchemaError, StoreUnavailable, WriteConflict
+from retain.record import MemoryRecord, search_text
+from retain.store.base import Store
+from retain.store.postgres_sql import (
+    COLUMNS,
+    MIGRATIONS,
+    ORDERS,
+    filter_sql,
+    lex_terms,
+    pg_record_values,
+    pg_row_to_record,
+    same_content,
+    tsquery_literal,
+    tsvector_literal,
+)
+from retain.text.lexical import index_terms
+
+__all__ = ["ANN_MIN_RECORDS", "SCHEMA_VERSION", "PostgresStore", "redact_url"]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+ANN_MIN_RECORDS = 20_000
+"""Namespaces with at least this many records are searched through the HNSW index; smaller ones exactly."""
+_WRITE_LOCK = 0x7265746169
+"""Key of the advisory lock every writing batch holds until it commits."""
+_SETUP_LOCK = 0x7265746170
+_K1, _B = 1.2, 0.75
+
+_WRITE_OPS = (
+    store_ops.PutRecords,
+    store_ops.DeleteRecords,
+    store_ops.DeleteNamespace,
+    store_ops.AppendAudit,
+    store_ops.PutProvenance,
+    store_ops.PutEdges,
+)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (for messages and :attr:`PostgresStore.location`)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()
+
+
+def _describe(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or "(local socket)"
+    return f"host {host}, database {parts.path.lstrip('/') or '(default)'}"
+
+
+class PostgresStore(Store):
+    """A store in a Postgres database.
+
+    Args:
+        url: a libpq connection URL, ``postgresql://user:password@host:port/database?...``.
+        schema: the Postgres schema holding retain's tables (created when missing); default the
+            connection's current schema (``public``, or the URL's ``options=-csearch_path=...``).
+            Several independent stores can share one database under different schemas.
+        connect_timeout: seconds to wait for the server when connecting.
+
+    Call :meth:`setup` once before use (``retain.Memory`` does it for you).
+
+    Raises:
+        StoreUnavailable: the server cannot be reached or refuses the login (the message names the
+            host and database, never the password). Nothing was created.
+        InvalidInput: ``url`` is not a ``postgresql://`` or ``postgres://`` URL, or ``schema`` is not
+            a plain identifier.
+        SchemaError: the ``postgres`` extra (psycopg, pgvector) is not installed.
+    """
+
+    supports_vector = True
+    supports_lexical = True
+    supports_ann = True
+    supports_raw_audit = True
+
+    def __init__(self, url: str, *, schema: str | None = None, connect_timeout: float = 10.0) -> None:
+        if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
+            raise InvalidInput(f"url: expected a postgresql:// URL, got {redact_url(str(url))!r}")
+        if schema is not None and (not isinstance(schema, str) or not schema.isidentifier() or not schema.isascii()):
+            raise InvalidInput(f"schema: must be a plain ASCII identifier, got {schema!r}")
+        self._url = url
+        self._schema = schema
+        self._timeout = connect_timeout
+        self._lock = threading.RLock()
+        self._ready = False
+        self._dims: set[int] = set()
+        self._conn = self._connect()
+
+    @property
+    def location(self) -> str:
+        return redact_url(self._url) + ("" if self._schema is None else f" (schema {self._schema})")
+
+    # --- connection -----------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise SchemaError("the Postgres backend needs the postgres extra: pip install 'retain[postgres]'") from exc
+        try:
+            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=max(1, int(self._timeout)))
+        except psycopg.Error as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise StoreUnavailable(f"cannot connect to Postgres ({_describe(self._url)}): {reason}") from None
+        if self._schema is not None:
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self._schema}"')
+            conn.execute(f'SET search_path TO "{self._schema}", public')
+        if self._ready:
+            self._register(conn)
+        return conn
+
+    @staticmethod
+    def _register(conn: Any) -> None:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+
+    def _reconnect(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.close()
+        self._conn = self._connect()
+
+    # --- schema ---------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Create the ``vector`` extension and apply pending migrations, under an advisory lock so
+        concurrent first starts migrate once.
+
+        Raises:
+            SchemaError: the database has a newer schema than this retain, or pgvector is missing.
+            StoreUnavailable: the connection broke.
+        """
+        import psycopg
+
+        with self._lock:
+            try:
+                with self._conn.transaction():
+                    self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
+                    self._conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+                    row = self._conn.execute("SELECT version FROM schema_version").fetchone()
+                    current = 0 if row is None else int(row[0])
+                    if current > SCHEMA_VERSION:
+                        raise SchemaError(
+                            f"{self.location} has schema version {current}; this retain knows up to "
+                            f"{SCHEMA_VERSION}. Upgrade retain."
+                        )
+                    for version in range(current, SCHEMA_VERSION):
+                        self._conn.execute(MIGRATIONS[version])
+                    self._conn.execute("DELETE FROM schema_version")
+                    self._conn.execute("INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,))
+            except psycopg.errors.FeatureNotSupported as exc:
+                raise SchemaError(f"{self.location}: {exc}") from exc
+            except psycopg.errors.UndefinedFile as exc:
+                raise SchemaError(f"{self.location}: the pgvector extension is not installed ({exc})") from exc
+            except psycopg.OperationalError as exc:
+                raise StoreUnavailable(f"Postgres ({_describe(self._url)}): {exc}") from exc
+            self._register(self._conn)
+            self._dims = {
+                int(name.rsplit("_", 1)[1])
+                for (name,) in self._conn.execute(
+                    "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+                    "AND indexname LIKE 'records_vec_%'"
+                )
+            }
+            self._ready = True
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._transact(lambda cur: cur.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone())
+        return None if rows is None else str(rows[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        sql = "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+        self._transact(lambda cur: cur.execute(sql, (key, value)), writes=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+            self._ready = False
+
+    # --- batch ----------------------------------------------------------------------------
+
+    def batch(self, ops: Sequence[store_ops.Op]) -> list[Any]:
+        """Run ``ops`` in one transaction (holding the write lock when any op writes).
+
+        Raises:
+            StoreUnavailable: the connection broke and could not be made again; a batch that
+                writes is never retried (it may or may not have committed: read back to know).
+        """
+        writes = any(isinstance(op, _WRITE_OPS) for op in ops)
+        results: list[Any] = self._transact(lambda cur: [self._run(cur, op) for op in ops], writes=writes)
+        return results
+
+    def _transact(self, work: Callable[[Any], Any], *, writes: bool = False) -> Any:
+        import psycopg
+
+        if not self._ready:
+            raise SchemaError("store is not set up: call setup() first (retain.Memory does)")
+        with self._lock:
+            for attempt in (1, 2):
+                try:
+                    with self._conn.transaction(), self._conn.cursor() as cur:
+                        if writes:  # read committed: each statement sees every commit made before the lock
+                            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK,))
+                        else:  # one snapshot for every read of the batch (statistics and rows agree)
+                            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                        return work(cur)
+                except psycopg.OperationalError as exc:
+                    broken = self._conn.closed or self._conn.broken
+                    if not broken:
+                        raise StoreUnavailable(f"Postgres ({_describe(self._url)}): {exc}") from exc
+                    self._reconnect()  # raises StoreUnavailable when the server stays down
+                    if writes or attempt == 2:
+                        raise StoreUnavailable(
+                            f"the connection to Postgres ({_describe(self._url)}) broke during a batch "
+                            "that writes; it may or may not have committed (read back to know)"
+                        ) from exc
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def _run(self, cur: Any, op: store_ops.Op) -> Any:
+        handler = _HANDLERS.get(type(op))
+        if handler is not None:
+            return handler.__get__(self)(cur, op)
+        on_cursor = audit.HANDLERS.get(type(op)) or browse.HANDLERS[type(op)]
+        return on_cursor(cur, op)
+
+    # --- records --------------------------------------------------------------------------
+
+    def _put(self, cur: Any, op: store_ops.PutRecords) -> None:
+        df: Counter[str] = Counter()
+        docs = tokens = 0
+        namespaces: Counter[str] = Counter()
+        assign = ", ".join(f"{c.strip()} = %s" for c in COLUMNS.split(",")) + ", vdim = %s, lex = %s, lex_len = %s"
+        for rec in op.records:
+            old = cur.execute(
+                "SELECT namespace, tsvector_to_array(lex), lex_len FROM records WHERE id = %s", (rec.id,)
+            ).fetchone()
+            if old is not None and old[0] != rec.namespace:
+                raise InvalidInput(f"id {rec.id} already exists in another namespace")
+            terms = lex_terms(index_terms(search_text(rec)))
+            values = (*pg_record_values(rec), tsvector_literal(terms), len(terms))
+            if values[-3] is not None:
+                self._ensure_vector_index(cur, int(values[-3]))
+            if old is None:
+                cur.execute(
+                    f"INSERT INTO records ({COLUMNS}, vdim, lex, lex_len) VALUES ({', '.join(['%s'] * 27)})", values
+                )
+                docs, namespaces[rec.namespace] = docs + 1, namespaces[rec.namespace] + 1
+            else:
+                cur.execute(f"UPDATE records SET {assign} WHERE id = %s", (*values, rec.id))
+                df.subtract(old[1])
+                tokens -= int(old[2])
+            df.update(set(terms))
+            tokens += len(terms)
+        _apply_stats(cur, df, docs, tokens, namespaces)
+
+    def _ensure_vector_index(self, cur: Any, dim: int) -> None:
+        if dim in self._dims:
+            return
+        if not 0 < dim <= 2000:
+            raise InvalidInput(f"embedding: {dim} dimensions; the Postgres backend indexes 1 to 2000")
+        cur.execute(
+            f"CREATE INDEX IF NOT EXISTS records_vec_{dim} ON records "
+            f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE vdim = {dim}"
+        )
+        self._dims.add(dim)
+
+    def _get(self, cur: Any, op: store_ops.GetRecords) -> list[MemoryRecord]:
+        return self._fetch(cur, op.namespace, op.ids)
+
+    def _fetch(self, cur: Any, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
+        if not ids:
+            return []
+        rows = cur.execute(
+            f"SELECT {COLUMNS} FROM records WHERE namespace = %s AND id = ANY(%s)", (namespace, list(set(ids)))
+        ).fetchall()
+        found = {row[0]: pg_row_to_record(row) for row in rows}
+        return [found[i] for i in ids if i in found]
+
+    def _find_by_hash(self, cur: Any, op: store_ops.FindByHash) -> MemoryRecord | None:
+        where, params = same_content(op)
+        row = cur.execute(f"SELECT {COLUMNS} FROM records WHERE {where} ORDER BY rowid LIMIT 1", params).fetchone()
+        return None if row is None else pg_row_to_record(row)
+
+    def _require_current(self, cur: Any, op: store_ops.RequireCurrent) -> None:
+        row = cur.execute(
+            "SELECT superseded_by FROM records WHERE namespace = %s AND id = %s", (op.namespace, op.id)
+        ).fetchone()
+        if row is None:
+            raise RecordNotFound(f"no record {op.id!r} in namespace {op.namespace!r}")
+        if row[0] is not None:
+            raise InvalidInput(f"id {op.id} was superseded by {row[0]} meanwhile; update the current version")
+
+    def _require_unchanged(self, cur: Any, op: store_ops.RequireUnchanged) -> None:
+        row = cur.execute(
+            "SELECT superseded_by, tier FROM records WHERE namespace = %s AND id = %s", (op.namespace, op.id)
+        ).fetchone()
+        if row is None:
+            raise WriteConflict(f"record {op.id} of namespace {op.namespace!r} was deleted meanwhile")
+        if row[0] != op.superseded_by:
+            raise WriteConflict(
+                f"record {op.id} was superseded by {row[0]} meanwhile"
+                if row[0] is not None
+                else f"record {op.id} is current again (read superseded by {op.superseded_by})"
+            )
+        if op.tier is not None and row[1] != op.tier.value:
+            raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
+
+    def _require_hot(self, cur: Any, op: store_ops.RequireHot) -> None:
+        rows = cur.execute(
+            "SELECT id FROM records WHERE namespace = %s AND superseded_by IS NULL AND tier IN ('core', 'dynamic')",
+            (op.namespace,),
+        ).fetchall()
+        held = frozenset(r[0] for r in rows)
+        if held != op.ids:
+            raise WriteConflict(
+                f"the hot memory of namespace {op.namespace!r} changed meanwhile "
+                f"({len(held - op.ids)} records in, {len(op.ids - held)} out); the retention decision is retaken"
+            )
+
+    def _require_unique(self, cur: Any, op: store_ops.RequireUnique) -> None:
+        where, params = same_content(
+            store_ops.FindByHash(op.namespace, op.content_hash, True, op.role, op.segment, op.seq)
+        )
+        row = cur.execute(f"SELECT id FROM records WHERE {where} ORDER BY rowid LIMIT 1", params).fetchone()
+        if row is not None:
+            raise DuplicateContent(
+                f"namespace {op.namespace!r} already holds this content as current record {row[0]}", existing_id=row[0]
+            )
+
+    def _list(self, cur: Any, op: store_ops.ListRecords) -> list[MemoryRecord]:
+        ids = self._list_ids(cur, store_ops.ListIds(op.namespace, op.filter, op.limit, op.order))
+        return self._fetch(cur, op.namespace, ids)
+
+    def _list_ids(self, cur: Any, op: store_ops.ListIds) -> list[str]:
+        order = ORDERS.get(op.order)
+        if order is None:
+            raise InvalidInput(f"order: {op.order!r} is not one of created, seq, event, recent")
+        where, params = filter_sql(op.namespace, op.filter)
+        sql = f"SELECT id FROM records WHERE {where} ORDER BY {order}"
+        if op.limit is not None:
+            sql += f" LIMIT {int(op.limit)}"
+        return [r[0] for r in cur.execute(sql, params).fetchall()]
+
+    def _count(self, cur: Any, op: store_ops.CountRecords) -> int:
+        where, params = filter_sql(op.namespace, op.filter)
+        return int(cur.execute(f"SELECT COUNT(*) FROM records WHERE {where}", params).fetchone()[0])
+
+    # --- search ---------------------------------------------------------------------------
+
+    def _lexical(self, cur: Any, op: store_ops.LexicalSearch) -> list[store_ops.ScoredId]:
+        terms = lex_terms([t for t in op.terms if t])
+        if not terms or int(op.limit) <= 0:
+            return []
+        counts = Counter(terms)
+        docs, total = cur.execute("SELECT docs, tokens FROM lex_stats WHERE k = 1").fetchone()
+        if not docs:
+            return []
+        df = dict(cur.execute("SELECT term, df FROM lex_df WHERE term = ANY(%s)", (list(counts),)).fetchall())
+        names = list(counts)
+        weights = [counts[t] * _idf(docs, df.get(t, 0)) for t in names]
+        where, params = filter_sql(op.namespace, op.filter, alias="r.")
+        sql = (
+            "SELECT r.id, SUM(q.w * (cardinality(u.positions) * %s) / "
+            "(cardinality(u.positions) + %s * (%s + %s * r.lex_len / %s))) AS s "
+            "FROM records r CROSS JOIN LATERAL unnest(r.lex) AS u(lexeme, positions, weights) "
+            "JOIN unnest(%s::text[], %s::float8[]) AS q(term, w) ON q.term = u.lexeme "
+            f"WHERE r.lex @@ %s::tsquery AND {where} GROUP BY r.id, r.rowid ORDER BY s DESC, r.rowid LIMIT %s"
+        )
+        args = [_K1 + 1, _K1, 1 - _B, _B, total / docs, names, weights, tsquery_literal(names), *params]
+        rows = cur.execute(sql, [*args, int(op.limit)]).fetchall()
+        return [store_ops.ScoredId(r[0], float(r[1])) for r in rows]
+
+    def _vector(self, cur: Any, op: store_ops.VectorSearch) -> list[store_ops.ScoredId]:
+        query = np.asarray(op.vector, dtype=np.float32).reshape(-1)
+        return self._nearest(cur, op.namespace, query, op.filter, int(op.limit))
+
+    def _multi_vector(self, cur: Any, op: store_ops.MultiVectorSearch) -> list[list[store_ops.ScoredId]]:
+        queries = np.asarray(op.vectors, dtype=np.float32)
+        if queries.ndim != 2:
+            raise InvalidInput(f"vectors: expected a (p, d) matrix, got shape {queries.shape}")
+        return [self._nearest(cur, op.namespace, q, op.filter, int(op.limit)) for q in queries]
+
+    def _nearest(self, cur: Any, namespace: str, query: np.ndarray, flt: Any, limit: int) -> list[store_ops.ScoredId]:
+        """Cosine top-``limit`` (score = cosine similarity in [-1, 1], higher = closer) among the
+        namespace's records: through the HNSW index for a large namespace, else an exact scan of the
+        namespace (the query is L2-normalised; stored embeddings are, so the dot product is the cosine).
+
+        Raises:
+            InvalidInput: the query's dimension is not one the store holds.
+        """
+        dim = int(query.shape[0])
+        if self._dims and dim not in self._dims:
+            raise InvalidInput(f"vector: dimension {dim}, store holds {', '.join(map(str, sorted(self._dims)))}")
+        if limit <= 0 or dim == 0:
+            return []
+        norm = float(np.linalg.norm(query))
+        unit = query / np.float32(norm) if norm > 0 else query
+        row = cur.execute("SELECT records FROM ns_stats WHERE namespace = %s", (namespace,)).fetchone()
+        where, params = filter_sql(namespace, flt)
+        if norm > 0 and row is not None and int(row[0]) >= ANN_MIN_RECORDS:
+            cur.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            cur.execute(f"SET LOCAL hnsw.ef_search = {max(40, 2 * limit)}")
+            distance = f"embedding::vector({dim}) <=> %s::vector({dim})"
+            score = f"1 - ({distance})"
+        else:  # exact: the namespace's rows through its index, never the whole table
+            distance = "embedding <#> %s::vector"  # negative inner product
+            score = f"-({distance})"
+        sql = f"SELECT id, {score} AS s FROM records WHERE {where} AND vdim = %s ORDER BY {distance}, rowid LIMIT %s"
+        rows = cur.execute(sql, [unit, *params, dim, unit, limit]).fetchall()
+        return [store_ops.ScoredId(r[0], float(r[1])) for r in rows]
+
+    # --- deletes --------------------------------------------------------------------------
+
+    def _delete(self, cur: Any, op: store_ops.DeleteRecords) -> int:
+        if not op.ids:
+            return 0
+        rows = cur.execute(
+            "DELETE FROM records WHERE namespace = %s AND id = ANY(%s) RETURNING tsvector_to_array(lex), lex_len",
+            (op.namespace, list(set(op.ids))),
+        ).fetchall()
+        audit.purge_edges(cur, op.namespace, op.ids)
+        self._forget_stats(cur, op.namespace, rows)
+        return len(rows)
+
+    def _delete_namespace(self, cur: Any, op: store_ops.DeleteNamespace) -> int:
+        rows = cur.execute(
+            "DELETE FROM records WHERE namespace = %s RETURNING tsvector_to_array(lex), lex_len", (op.namespace,)
+        ).fetchall()
+        cur.execute("DELETE FROM provenance WHERE namespace = %s", (op.namespace,))
+        audit.purge_edges(cur, op.namespace, None)
+        self._forget_stats(cur, op.namespace, rows)
+        return len(rows)
+
+    @staticmethod
+    def _forget_stats(cur: Any, namespace: str, rows: list[tuple[list[str], int]]) -> None:
+        df: Counter[str] = Counter()
+        for terms, _ in rows:
+            df.subtract(terms)
+        _apply_stats(cur, df, -len(rows), -sum(int(n) for _, n in rows), Counter({namespace: -len(rows)}))
+
+    def _namespaces(self, cur: Any, op: store_ops.ListNamespaces) -> list[str]:
+        return [r[0] for r in cur.execute("SELECT namespace FROM ns_stats WHERE records > 0 ORDER BY namespace")]
+
+
+def _idf(docs: int, hits: int) -> float:
+    """FTS5's BM25 idf: ln((N - n + 0.5) / (n + 0.5)), or 1e-6 when that is not positive."""
+    ratio = (docs - hits + 0.5) / (hits + 0.5)
+    return math.log(ratio) if ratio > 1 else 1e-6
+
+
+def _apply_stats(cur: Any, df: Counter[str], docs: int, tokens: int, namespaces: Counter[str]) -> None:
+    """Fold a write's changes into the BM25 statistics and the per-namespace counts; a term no record
+    holds any more is deleted (no word of a purged record stays behind)."""
+    changed = {t: n for t, n in df.items() if n}
+    if changed:
+        cur.execute(
+            "INSERT INTO lex_df (term, df) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+            "ON CONFLICT (term) DO UPDATE SET df = lex_df.df + excluded.df",
+            (list(changed), list(changed.values())),
+        )
+        cur.execute("DELETE FROM lex_df WHERE term = ANY(%s) AND df <= 0", (list(changed),))
+    if docs or tokens:
+        cur.execute("UPDATE lex_stats SET docs = docs + %s, tokens = tokens + %s WHERE k = 1", (docs, tokens))
+    moved = {ns: n for ns, n in namespaces.items() if n}
+    if moved:
+        cur.execute(
+            "INSERT INTO ns_stats (namespace, records) SELECT * FROM unnest(%s::text[], %s::bigint[]) "
+            "ON CONFLICT (namespace) DO UPDATE SET records = ns_stats.records + excluded.records",
+            (list(moved), list(moved.values())),
+        )
+        cur.execute("DELETE FROM ns_stats WHERE namespace = ANY(%s) AND records <= 0", (list(moved),))
+
+
+_HANDLERS: dict[type, Any] = {
+    store_ops.PutRecords: PostgresStore._put,
+    store_ops.GetRecords: PostgresStore._get,
+    store_ops.FindByHash: PostgresStore._find_by_hash,
+    store_ops.RequireCurrent: PostgresStore._require_current,
+    store_ops.RequireUnchanged: PostgresStore._require_unchanged,
+    store_ops.RequireUnique: PostgresStore._require_unique,
+    store_ops.RequireHot: PostgresStore._require_hot,
+    store_ops.ListRecords: PostgresStore._list,
+    store_ops.ListIds: PostgresStore._list_ids,
+    store_ops.CountRecords: PostgresStore._count,
+    store_ops.LexicalSearch: PostgresStore._lexical,
+    store_ops.VectorSearch: PostgresStore._vector,
+    store_ops.MultiVectorSearch: PostgresStore._multi_vector,
+    store_ops.DeleteRecords: PostgresStore._delete,
+    store_ops.DeleteNamespace: PostgresStore._delete_namespace,
+    store_ops.ListNamespaces: PostgresStore._namespaces,
+}

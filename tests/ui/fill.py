@@ -1,0 +1,45 @@
+"""A small store with one of everything the dashboard shows, written by the UI tests: a superseded
+record and its successor, a record holding an e-mail address (redacted by default), a pinned hard
+constraint, evictions by a budget, a packed context, and namespaces whose names hold markup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from retain.encoders.basis import HashingEncoder
+from retain.memory import Memory
+from retain.retention.budget import Budget
+
+__all__ = ["EVIL", "SECRET", "Filled", "fill"]
+
+SECRET = "ada.lovelace@example.org"
+"""Stored in a record; must never reach a page unless revealed."""
+EVIL = "<script>alert(1)</script>"
+"""Markup used as a namespace and as a query."""
+
+
+@dataclass(frozen=True)
+class Filled:
+    path: Path
+    old_id: str
+    new_id: str
+    secret_id: str
+    plain_id: str
+    provenance_id: str
+
+
+def fill(path: Path) -> Filled:
+    """Write the store at ``path`` (HashingEncoder, 64 dimensions) and return its known ids."""
+    with Memory(path, encoder=HashingEncoder(64), budget=Budget(12, policy="lru"), state_scorer=False) as mem:
+        ns = "trip"
+        mem.add("The budget must stay under 5000 EUR", namespace=ns, type="hard_constraint")
+        old_id = mem.add("The hotel is the Grand Budapest", namespace=ns, type="fact")
+        new_id = mem.update(old_id, "The hotel is the Hotel Adlon", namespace=ns)
+        secret_id = mem.add(f"Contact the organiser at {SECRET}", namespace=ns, type="fact")
+        plain_id = mem.add("Kayaking on the lake is planned for Tuesday", namespace=ns, type="plan_step")
+        for i in range(20):
+            mem.add(f"Turn {i}: chatter about the weather number {i}", namespace=ns, segment="s1", seq=i)
+        ctx = mem.context("which hotel and budget?", namespace=ns, budget_tokens=40)
+        mem.add("A namespace whose name is markup", namespace=EVIL)
+    return Filled(path, old_id, new_id, secret_id, plain_id, ctx.provenance_id)
