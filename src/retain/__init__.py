@@ -28,7 +28,9 @@ from retain.errors import (
 from retain.facade.actor import ActorMemory
 from retain.facade.aio import AsyncMemory
 from retain.ingest.conflict import ConflictJudge, ConflictPolicy
+from retain.ingest.conflict_model import ConflictModel, ConflictTree
 from retain.ingest.draft import NewMemory
+from retain.ingest.judge import OpenAIJudge
 from retain.memory import Memory
 from retain.record import MemoryRecord, MemoryType, Tier
 from retain.retention.budget import Budget, BudgetUnit
@@ -37,6 +39,7 @@ from retain.retrieval.fusion import Fusion, Hit, LinearFusion, SearchConfig, Sea
 from retain.safety.access import Grant, Principal, Role
 from retain.safety.audit import VerifyReport
 from retain.safety.canary import CanaryReport, CanaryStatus
+from retain.safety.conflicts import Conflict
 from retain.safety.context import Context, ContextItem, LeftOut, Provenance
 from retain.safety.handoff import Handoff, WithheldItem
 from retain.safety.integrity import ForgetReport, RetentionReport
@@ -58,8 +61,11 @@ __all__ = [
     "BudgetUnit",
     "CanaryReport",
     "CanaryStatus",
+    "Conflict",
     "ConflictJudge",
+    "ConflictModel",
     "ConflictPolicy",
+    "ConflictTree",
     "Context",
     "ContextItem",
     "Core",
@@ -89,6 +95,7 @@ __all__ = [
     "MetadataCondition",
     "MiniLMEncoder",
     "NewMemory",
+    "OpenAIJudge",
     "PayloadTooLarge",
     "Prefetch",
     "Principal",

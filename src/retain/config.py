@@ -15,9 +15,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from retain.errors import InvalidInput
 from retain.ingest.conflict import DEFAULT_POLICY, ConflictJudge, ConflictPolicy
+from retain.ingest.conflict_model import ConflictModel, default_conflict_model
 from retain.record import caller_time
 
 __all__ = [
@@ -170,7 +172,7 @@ class MemoryConfig:
             (current hard constraints, pinned records); every other actor ("tool", "retrieved",
             "agent", ...) is refused (:mod:`retain.safety.integrity`).
         supersede: a new record that corrects or updates a current record of its namespace
-            (:func:`retain.ingest.conflict.find_updates`: correction cues, aligned value changes,
+            (:func:`retain.ingest.detect.find_updates`: correction cues, aligned value changes,
             negation flips) supersedes it in the same transaction: the old one keeps its content
             as history, leaves the core tier unless pinned, and is audited as "supersede" with the
             reason and scores. A hard constraint yields only to an explicit correction
@@ -181,6 +183,10 @@ class MemoryConfig:
             supersede or merge (:class:`retain.ingest.conflict.ConflictJudge`); None = rules only.
         conflict_policy: the thresholds of supersede and paraphrase detection
             (:class:`~retain.ingest.conflict.ConflictPolicy`).
+        conflict_model: the learned conflict model that decides supersedes and open conflicts
+            (:class:`~retain.ingest.conflict_model.ConflictModel`; :func:`retain.ingest.conflict.decide_all`):
+            ``"shipped"`` (default) = ``retain/models/conflict.json``, read on first use; None = the
+            rules alone (:func:`retain.ingest.conflict.decide`).
         resolve_times: store the time expressions of each new record, resolved against its
             ``event_time``, as ``metadata["time_refs"]`` (:func:`retain.text.temporal.resolve_times`;
             unresolved, granularity "unknown", when the event time is unknown). A caller's own
@@ -208,6 +214,7 @@ class MemoryConfig:
     supersede: bool = True
     conflict_judge: ConflictJudge | None = None
     conflict_policy: ConflictPolicy = DEFAULT_POLICY
+    conflict_model: ConflictModel | Literal["shipped"] | None = "shipped"
     resolve_times: bool = True
     graph: GraphConfig = DEFAULT_GRAPH_CONFIG
     retrieval: RetrievalConfig = field(default=DEFAULT_RETRIEVAL_CONFIG)
@@ -226,6 +233,15 @@ class MemoryConfig:
                 raise InvalidInput(f"{name}: must be an int >= {MIN_RECORD_CHARS}, got {value!r}")
         if self.type_classifier not in TYPE_CLASSIFIERS:
             raise InvalidInput(f"type_classifier: one of {sorted(TYPE_CLASSIFIERS)}, got {self.type_classifier!r}")
+        model = self.conflict_model
+        if model is not None and model != "shipped" and not isinstance(model, ConflictModel):
+            raise InvalidInput(f"conflict_model: a ConflictModel, 'shipped' or None, got {self.conflict_model!r}")
+
+    def resolved_conflict_model(self) -> ConflictModel | None:
+        """The conflict model in use: the shipped one for ``"shipped"`` (read once), else as set."""
+        if self.conflict_model == "shipped":
+            return default_conflict_model()
+        return self.conflict_model if isinstance(self.conflict_model, ConflictModel) else None
 
 
 DEFAULT_MEMORY_CONFIG = MemoryConfig()

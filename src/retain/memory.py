@@ -22,6 +22,7 @@ from retain.errors import InvalidInput
 from retain.facade.access import AccessMixin
 from retain.facade.agent import AgentLoopMixin
 from retain.facade.audit import AuditMixin
+from retain.facade.conflicts import ConflictsMixin
 from retain.facade.expiry import ExpiryMixin
 from retain.facade.messages import MessagesMixin
 from retain.ingest import write
@@ -35,6 +36,7 @@ from retain.retrieval.fusion import Hit, LinearFusion, SearchConfig, SearchOrder
 from retain.retrieval.search import SearchRequest, search
 from retain.safety import canary, egress, integrity
 from retain.safety.canary import CanaryReport
+from retain.safety.conflicts import Conflict  # noqa: F401 (the mixins' annotations resolve here)
 from retain.safety.context import Context, Provenance, explain, pack
 from retain.safety.handoff import Handoff, HandoffFormat
 from retain.safety.integrity import ForgetReport, RetentionReport
@@ -77,7 +79,7 @@ class _FromCore(Generic[_T]):
         raise AttributeError(f"property {self._name!r} of {type(obj).__name__!r} object has no deleter")
 
 
-class Memory(AccessMixin, AgentLoopMixin, AuditMixin, ExpiryMixin, MessagesMixin):
+class Memory(AccessMixin, AgentLoopMixin, AuditMixin, ConflictsMixin, ExpiryMixin, MessagesMixin):
     """A memory store for agents.
 
     Args:

@@ -20,6 +20,9 @@ NS = "conflict"
 
 
 def mem(**config: object) -> Memory:
+    """A memory deciding by the rules alone (``conflict_model=None``): these tests pin the rules, which
+    stay the prior of the learned model; tests/safety/test_conflicts.py covers the learned decision."""
+    config.setdefault("conflict_model", None)
     return Memory(encoder=HashingEncoder(64), config=MemoryConfig(**config))  # type: ignore[arg-type]
 
 
@@ -242,7 +245,7 @@ def test_a_long_batch_finds_a_correction_far_back_and_bounds_what_each_record_is
     """In a batch, a record is compared with every earlier one only while they are few (<= 4 * window);
     after that with its nearest and best term matches among them, which still find a correction of a
     record hundreds of items back; decide() never sees more than 2 * window earlier batch records."""
-    import retain.ingest.conflict as conflict
+    import retain.ingest.detect as conflict  # find_updates calls decide through its module
 
     filler = [
         NewMemory(f"Note {i}: the courier van {i % 7} left depot {chr(65 + i % 26)} on schedule.") for i in range(300)
@@ -439,7 +442,7 @@ def test_a_160_kb_text_gets_the_cues_and_decision_its_content_calls_for() -> Non
 
 @pytest.mark.parametrize("actor", ["tool", "agent", "retrieved"])
 def test_an_untrusted_correction_never_retires_a_protected_record(actor: str) -> None:
-    m = Memory(encoder=HashingEncoder(dim=384))
+    m = Memory(encoder=HashingEncoder(dim=384), config=MemoryConfig(conflict_model=None))  # the rules path
     hc = m.add("The total budget must stay under 5000 EUR.", namespace="n", type="hard_constraint")
     pin = m.add("My preferred name is Sam.", namespace="n", pinned=True)
     m.add("Correction: the total budget must stay under 60000 EUR.", namespace="n", actor=actor, role="assistant")
@@ -463,7 +466,7 @@ def test_an_untrusted_correction_never_retires_a_protected_record(actor: str) ->
     ],
 )
 def test_another_subject_with_another_number_is_not_an_update(old: str, new: str) -> None:
-    m = Memory(encoder=HashingEncoder(dim=384))
+    m = Memory(encoder=HashingEncoder(dim=384), config=MemoryConfig(conflict_model=None))  # the rules path
     first = m.add(old, namespace="c", type="hard_constraint")
     m.add(new, namespace="c")
     assert m.get(first, namespace="c").superseded_by is None

@@ -1,5 +1,6 @@
-"""Model commands: ``reembed`` (change a store's encoder) and ``train-fusion`` (fit the learned fusion,
-:func:`retain.retrieval.fusion.train_fusion`).
+"""Model commands: ``reembed`` (change a store's encoder), ``train-fusion`` (fit the learned fusion,
+:func:`retain.retrieval.fusion.train_fusion`) and ``fit-conflict`` (fit the conflict model,
+:func:`retain.eval.conflict_fit.fit_from_folder`).
 
 Added to the root app by :func:`register` (called by :mod:`retain.cli.app`).
 """
@@ -15,11 +16,11 @@ from retain.cli.common import Commands, console, fail, make_encoder
 from retain.cli.options import PANEL_MODELS, EncoderOption
 from retain.errors import RetainError
 
-__all__ = ["reembed", "register", "train_fusion"]
+__all__ = ["fit_conflict", "reembed", "register", "train_fusion"]
 
 commands = Commands()
 register = commands.register
-"""Adds ``reembed`` and ``train-fusion`` to ``app``."""
+"""Adds ``reembed``, ``train-fusion`` and ``fit-conflict`` to ``app``."""
 
 
 @commands("reembed", PANEL_MODELS)
@@ -67,3 +68,30 @@ def train_fusion(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(model.to_json() + "\n", encoding="utf-8")
     console.print(f"wrote {out} (trained on {len(features)} questions)")
+
+
+@commands("fit-conflict", PANEL_MODELS)
+def fit_conflict(
+    out: Annotated[Path, typer.Option(help="Where to write the conflict model JSON.")],
+    train: Annotated[Path, typer.Option(help="Training scenarios (a folder of retain-scenario/1 files).")] = Path(
+        "scenarios/train"
+    ),
+    threshold: Annotated[float, typer.Option(help="P(update) at which a pair supersedes (chosen on dev).")] = 0.5,
+    hard_threshold: Annotated[float, typer.Option(help="P(update) a hard constraint's update needs.")] = 0.7,
+    conflict_threshold: Annotated[float, typer.Option(help="P(update) that opens a conflict instead.")] = 0.3,
+    encoder: EncoderOption = "minilm",
+) -> None:
+    """Fit the conflict model on labelled (new, old) pairs of training scenarios and write it as JSON.
+
+    The model shipped in retain/models/conflict.json was built with the command and thresholds in
+    docs/benchmarks.md (section "Corrections: supersede detection").
+    """
+    from retain.eval.conflict_fit import fit_from_folder
+
+    try:
+        model = fit_from_folder(train, make_encoder(encoder), (threshold, hard_threshold, conflict_threshold))
+    except RetainError as exc:
+        fail(exc)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(model.to_json() + "\n", encoding="utf-8")
+    console.print(f"wrote {out} ({model.meta['pairs']} pairs, {model.meta['positives']} positive)")

@@ -28,7 +28,9 @@ Figures (the spec's definitions; all "higher = better" except ``forbidden_rate``
   superseded a constraint;
 * ``type_accuracy`` — share of events whose predicted record type equals ``gold.type``;
 * ``supersede`` — precision, recall and F1 of the supersede links the store made against
-  ``gold.supersedes`` (:func:`supersede_counts`), with the counts.
+  ``gold.supersedes`` (:func:`supersede_counts`), with the counts;
+* ``open_conflicts`` — per run and per scenario, the conflicts left open at the end of the replay
+  (:meth:`~retain.memory.Memory.conflicts`): contradictions retain surfaced instead of resolving.
 
 Overall figures pool the probes (and events) of every scenario (micro-averages). ``terse`` and
 ``non_terse`` repeat the probe figures over terse probes only (:func:`~retain.eval.scenarios.is_terse`)
@@ -256,21 +258,26 @@ def _replay(
         "type_correct": sum(types[e] == g for e, g in golds.items()),
         "type_total": len(golds),
         "links": supersede_counts(scenario, mem, record_of),
+        "open_conflicts": len(mem.conflicts(ns)),
     }
 
 
 def supersede_counts(scenario: Scenario, mem: Memory, record_of: Mapping[str, str]) -> tuple[int, int, int]:
-    """(true, false, missed) supersede links of a replayed scenario: a stored link new -> old (the
-    records' ``supersedes``, mapped to events by their ``source``) is true when ``gold.supersedes`` of
+    """(true, false, missed) supersede links of a replayed scenario: a stored link new -> old (each
+    superseded record's ``superseded_by``, so a correction that retired several records counts each,
+    mapped to events by their ``source``) is true when ``gold.supersedes`` of
     the new event names the old one; gold links among the events stored (``record_of``) that the store
     lacks are missed. Links inside one event (the parts of a split text) are not counted."""
     prefix = source_prefix(scenario.id)
     stored = mem.records(namespace=scenario.id, include_archive=True, include_superseded=True)
     event_of = {r.id: r.source[len(prefix) :] for r in stored if r.source and r.source.startswith(prefix)}
     predicted = {
-        (event_of[r.id], event_of[r.supersedes])
+        (event_of[r.superseded_by], event_of[r.id])
         for r in stored
-        if r.supersedes and r.id in event_of and r.supersedes in event_of and event_of[r.id] != event_of[r.supersedes]
+        if r.superseded_by
+        and r.id in event_of
+        and r.superseded_by in event_of
+        and event_of[r.id] != event_of[r.superseded_by]
     }
     gold = {
         (e.id, old)
@@ -348,6 +355,7 @@ def _scenario_entry(s: Scenario, rep: Mapping[str, Any], name: str) -> dict[str,
         if rep["infeasible"]
         else _figures(rep["rows"][name], rep["type_correct"], rep["type_total"], rep["links"]),
         "predicted_types": rep["predicted_types"],
+        "open_conflicts": rep["open_conflicts"],
         "probes": rep["rows"][name],
     }
 
@@ -437,6 +445,7 @@ def run_scenarios(
                         sum(rep["type_total"] for _, rep in ok),
                         _summed_links([rep["links"] for _, rep in ok]),
                     ),
+                    "open_conflicts": sum(rep["open_conflicts"] for _, rep in ok),
                     "scenarios": per_scenario,
                 }
             )

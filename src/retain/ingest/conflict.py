@@ -37,14 +37,17 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
+import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
+from retain.ingest.conflict_features import FEATURES, TextReading, pair_features, pool_contexts, read_text
+from retain.ingest.conflict_model import ConflictModel
 from retain.ingest.signals import (
     adopted,
     aligned_change,
@@ -53,7 +56,6 @@ from retain.ingest.signals import (
     destinations,
     explicit_sentences,
     is_latin,
-    may_update,
     names_retracted,
     negated_terms,
     retracted_items,
@@ -63,9 +65,7 @@ from retain.ingest.signals import (
     value_slots,
 )
 from retain.record import MemoryRecord, MemoryType
-from retain.store import RecordFilter, Store
 from retain.text.cues import correction_cues, explicit_cues
-from retain.text.lexical import query_terms
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -74,8 +74,11 @@ __all__ = [
     "ConflictPolicy",
     "Relation",
     "decide",
-    "find_updates",
+    "decide_all",
+    "rule_relations",
 ]
+
+_log = logging.getLogger("retain.conflict")
 
 
 class Relation(enum.StrEnum):
@@ -84,6 +87,7 @@ class Relation(enum.StrEnum):
     NEW = "new"
     PARAPHRASE = "paraphrase"
     UPDATE = "update"
+    CONFLICT = "conflict"
 
 
 # Cues naming an event the old record may itself report (then they echo it rather than correct it).
@@ -140,6 +144,8 @@ class ConflictDecision:
         reason: one line naming the rule that fired and its evidence.
         signals: the update rules that fired: "cue", "negation", "value".
         rank: the winning candidate's score among the candidates (higher = stronger).
+        probability: the learned model's calibrated P(update) for the pair (0..1, higher = more
+            likely an update), or None for a decision of the rules alone.
         held: for a ``new`` decision, the update of a hard constraint that the explicit-correction
             rule refused (its target stays current) and that would have won; None otherwise. The
             caller audits it (``Memory.add``: a refused "supersede" entry).
@@ -154,6 +160,7 @@ class ConflictDecision:
     signals: tuple[str, ...] = ()
     rank: float = 0.0
     held: ConflictDecision | None = None
+    probability: float | None = None
 
     def scores(self) -> dict[str, float]:
         """The numeric evidence, rounded to 4 places: overlap, cosine, rank (for audit entries)."""
@@ -237,10 +244,20 @@ def decide(
     *,
     policy: ConflictPolicy = DEFAULT_POLICY,
     judge: ConflictJudge | None = None,
+    model: ConflictModel | None = None,
 ) -> ConflictDecision:
     """Classify ``new`` against ``candidates`` (current records of its namespace with their cosine
     to ``new``, any order). See the module docstring for the rules. Pure; no I/O apart from what
-    ``judge`` does. Candidates of another namespace, superseded ones and ``new`` itself are ignored."""
+    ``judge`` does. Candidates of another namespace, superseded ones and ``new`` itself are ignored.
+    With a ``model``, the learned decision of :func:`decide_all` (its strongest update, else its
+    first conflict, else new)."""
+    if model is not None:
+        found = decide_all(new, candidates, model=model, policy=policy, judge=judge)
+        for relation in (Relation.UPDATE, Relation.CONFLICT):
+            for d in found:
+                if d.relation is relation:
+                    return d
+        return ConflictDecision(Relation.NEW, None, 0.0, 0.0, (), "no conflicting record")
     facts = _read_new(new, candidates, policy)
     best: ConflictDecision | None = None
     held: ConflictDecision | None = None  # the best update the hard-constraint rule refused
@@ -267,6 +284,140 @@ def decide(
     if best is None:
         return ConflictDecision(Relation.NEW, None, 0.0, 0.0, facts.cues, "no conflicting record")
     return best
+
+
+def decide_all(
+    new: MemoryRecord,
+    candidates: Sequence[tuple[MemoryRecord, float]],
+    *,
+    model: ConflictModel,
+    policy: ConflictPolicy = DEFAULT_POLICY,
+    judge: ConflictJudge | None = None,
+    batch: Collection[str] = (),
+) -> list[ConflictDecision]:
+    """The learned decision of ``new`` against every candidate (current records of its namespace with
+    their cosine to ``new``): the updates (every candidate whose calibrated probability,
+    :meth:`ConflictModel.probability`, reaches ``model.threshold``: a correction retires each current
+    statement of its slot, the agent's recaps included) and the open conflicts, strongest first.
+
+    Asymmetric caution for a hard constraint: it is updated only at ``model.hard_threshold`` or above,
+    by a same-slot change (a value of one kind replaced, or an aligned value change), from a new
+    record that is neither hedged nor a question nor a hard constraint of the same call (``batch``:
+    ids of the records added with ``new``); anything less that reaches ``model.conflict_threshold``,
+    or states another value in its slot, is a :attr:`Relation.CONFLICT` (both stay current). A
+    paraphrase candidate (the rules of :func:`decide`) means no update. A ``judge`` veto turns an
+    update of a hard constraint into a conflict and drops any other; a judge that raises leaves the
+    decision as it is. Pure apart from the judge."""
+    live = [
+        (old, cos) for old, cos in candidates if old.id != new.id and old.namespace == new.namespace and old.is_current
+    ]
+    rules = rule_relations(new, live, policy)
+    if not live or rules is None:
+        return []
+    cues = tuple(correction_cues(new.content))
+    order = sorted(range(len(live)), key=lambda i: live[i][0].id)  # ULIDs sort by creation time
+    position = {i: rank for rank, i in enumerate(order)}
+    contexts = pool_contexts([c for _, c in live], [position[i] for i in range(len(live))], rules)
+    reading = read_text(new.content)
+    new_hard = new.type is MemoryType.HARD_CONSTRAINT
+    rows = np.vstack(
+        [
+            pair_features(
+                reading,
+                read_text(old.content),
+                cos=cos,
+                new_role=new.role,
+                old_role=old.role,
+                new_hard=new_hard,
+                old_hard=old.type is MemoryType.HARD_CONSTRAINT,
+                context=ctx,
+            )
+            for (old, cos), ctx in zip(live, contexts, strict=True)
+        ]
+    )
+    probability = model.probability(rows)
+    out: list[ConflictDecision] = []
+    for (old, cos), p, row in zip(live, probability, rows, strict=True):
+        relation = _learned_relation(new, reading, old, float(p), row, model, batch)
+        if relation is None:
+            continue
+        if judge is not None and relation is Relation.UPDATE and not _judged(judge, new, old, relation):
+            if old.type is not MemoryType.HARD_CONSTRAINT:
+                continue
+            relation = Relation.CONFLICT
+        overlap = float(row[_COL["overlap"]])
+        reason = f"{relation.value} (model p {p:.2f}, overlap {overlap:.2f}, cos {cos:.2f})"
+        signals = tuple(name for name in _SIGNALS if row[_COL[name]] > 0)
+        out.append(ConflictDecision(relation, old, overlap, cos, cues, reason, signals, float(p), probability=float(p)))
+    out.sort(key=lambda d: (d.relation is not Relation.UPDATE, -d.rank))
+    return out
+
+
+_COL = {name: i for i, name in enumerate(FEATURES)}
+_SIGNALS = (
+    "cue",
+    "aligned",
+    "slot_match",
+    "date_change",
+    "time_change",
+    "amount_change",
+    "update_words",
+    "flip",
+    "retraction",
+    "authority",
+)
+
+
+def rule_relations(
+    new: MemoryRecord, candidates: Sequence[tuple[MemoryRecord, float]], policy: ConflictPolicy = DEFAULT_POLICY
+) -> list[float] | None:
+    """The shipped rules' verdict on each candidate, the prior of the learned model: 1.0 update, 0.5
+    an update of a hard constraint refused for want of an explicit correction, 0.0 neither; None
+    when a candidate is a paraphrase of ``new`` (then nothing is updated)."""
+    facts = _read_new(new, candidates, policy)
+    out: list[float] = []
+    for old, cos in candidates:
+        decision, refused = _classify(new, facts, old, cos, policy)
+        if decision is not None and decision.relation is Relation.PARAPHRASE:
+            return None
+        out.append(0.0 if decision is None else (0.5 if refused else 1.0))
+    return out
+
+
+def _learned_relation(
+    new: MemoryRecord,
+    reading: TextReading,
+    old: MemoryRecord,
+    p: float,
+    row: npt.NDArray[np.float64],
+    model: ConflictModel,
+    batch: Collection[str],
+) -> Relation | None:
+    """Update, conflict or nothing for one candidate of :func:`decide_all` at calibrated probability ``p``."""
+    if old.type is not MemoryType.HARD_CONSTRAINT:
+        return Relation.UPDATE if p >= model.threshold else None
+    if reading.hedged or reading.question:
+        return None
+    same_slot = any(row[_COL[c]] > 0 for c in ("aligned", "date_change", "time_change", "amount_change"))
+    both_new = old.id in batch and new.type is MemoryType.HARD_CONSTRAINT
+    if p >= model.hard_threshold and same_slot and not both_new:
+        return Relation.UPDATE
+    value_claim = same_slot and row[_COL["overlap"]] >= _SLOT_OVERLAP
+    if p >= model.conflict_threshold or value_claim:
+        return Relation.CONFLICT
+    return None
+
+
+_SLOT_OVERLAP = 0.2  # a new value of a hard constraint's kind in a text sharing this much of its subject
+
+
+def _judged(judge: ConflictJudge, new: MemoryRecord, old: MemoryRecord, relation: Relation) -> bool:
+    """The judge's verdict; True (the decision stands) when the judge raises (logged)."""
+    try:
+        return bool(judge.confirm(new, old, relation))
+    except Exception as exc:  # a judge's failure never loses or changes a decision
+        _log.warning("conflict judge failed (%s); the decision stands", type(exc).__name__)
+        return True
 
 
 def _classify(
@@ -387,117 +538,3 @@ def _cue_rule(overlap: float, cos: float, *, restated: bool, policy: ConflictPol
         and overlap >= policy.min_overlap
         and (overlap >= policy.strong_overlap or cos >= policy.min_cos_update)
     )
-
-
-def find_updates(
-    store: Store,
-    namespace: str,
-    records: Sequence[MemoryRecord],
-    *,
-    policy: ConflictPolicy = DEFAULT_POLICY,
-    judge: ConflictJudge | None = None,
-    window: int = 10,
-) -> list[tuple[MemoryRecord, ConflictDecision]]:
-    """The updates among ``records`` (new, embedded, not yet stored; in arrival order).
-
-    Each record is compared (:func:`decide`) with the current records of ``namespace`` (any tier)
-    that are among its ``window`` dense neighbours or its ``window`` best BM25 matches, and with the
-    records before it in ``records``: all of them while they are at most ``4 * window``, else, the same
-    way as the stored ones, its ``window`` nearest by cosine and its ``window`` best term matches among
-    them (:class:`_Earlier`), so the rule evaluations of a batch grow linearly with its size, not with
-    its square. A record is superseded at most once per call.
-
-    Returns:
-        (new record, decision) pairs with ``decision.relation == Relation.UPDATE``; the superseded
-        record is ``decision.target``. Also, in the same order, the pairs whose decision holds a
-        refused update of a hard constraint (``decision.held``, any relation): the caller audits
-        them; their hard constraint stays current. Split parts (``metadata["split_group"]``) never
-        take part.
-    """
-    out: list[tuple[MemoryRecord, ConflictDecision]] = []
-    earlier = _Earlier(window)
-    retired: set[str] = set()
-    everywhere = RecordFilter(tiers=None)
-    for rec in records:
-        if rec.embedding is None or "split_group" in rec.metadata:
-            continue
-        if not may_update(rec.content):  # no cue, number or negation: no rule of decide() can fire
-            earlier.append(rec)
-            continue
-        terms = query_terms(rec.content)
-        ids = [h.id for h in store.search_vector(namespace, rec.embedding, everywhere, limit=window)]
-        if store.supports_lexical:
-            ids += [h.id for h in store.search_lexical(namespace, terms, everywhere, limit=window)]
-        pool = store.get(namespace, list(dict.fromkeys(ids))) + earlier.candidates(rec, terms)
-        candidates = [(r, _cosine(rec, r)) for r in pool if r.id not in retired and r.embedding is not None]
-        decision = decide(rec, candidates, policy=policy, judge=judge)
-        if decision.relation is Relation.UPDATE and decision.target is not None:
-            retired.add(decision.target.id)
-            out.append((rec, decision))
-        elif decision.held is not None:
-            out.append((rec, decision))
-        earlier.append(rec)
-    return out
-
-
-class _Earlier:
-    """The records of a :func:`find_updates` batch seen so far, and which of them a new record is
-    compared with: all while they are at most ``4 * window``; else the ``window`` with the highest
-    cosine to it and the ``window`` sharing the most of its query terms (each shared term weighted by
-    its inverse document frequency among them, log(1 + n / df): BM25 without length normalisation),
-    ties to the later record."""
-
-    def __init__(self, window: int) -> None:
-        self.window = window
-        self.records: list[MemoryRecord] = []
-        self._unit = np.zeros((0, 0), dtype=np.float32)  # rows [:len(records)]: L2-normalised embeddings
-        self._widths: set[int] = set()  # embedding widths seen (one, unless the caller mixed encoders)
-        self._postings: dict[str, list[int]] = {}
-        self._indexed = 0  # records[:_indexed] are in _postings
-
-    def append(self, rec: MemoryRecord) -> None:
-        assert rec.embedding is not None
-        v = rec.embedding.astype(np.float32)
-        norm = float(np.linalg.norm(v))
-        n = len(self.records)
-        self._widths.add(len(v))
-        if len(self._widths) == 1:  # grown by doubling: appending stays O(d) amortised
-            if n == len(self._unit):
-                grown = np.zeros((max(64, 2 * n), len(v)), dtype=np.float32)
-                if n:  # the first buffer replaces the (0, 0) placeholder
-                    grown[:n] = self._unit[:n]
-                self._unit = grown
-            self._unit[n] = v / norm if norm else v
-        self.records.append(rec)
-
-    def candidates(self, rec: MemoryRecord, terms: Sequence[str]) -> list[MemoryRecord]:
-        n = len(self.records)
-        if n <= 4 * self.window:
-            return list(self.records)
-        assert rec.embedding is not None
-        picked: dict[int, None] = {}
-        if self._widths == {len(rec.embedding)}:
-            cos = self._unit[:n] @ rec.embedding.astype(np.float32)
-            # stable sort of the reversed list: of equal cosines the later record comes first
-            order = n - 1 - np.argsort(-cos[::-1], kind="stable")[: self.window]
-            picked.update(dict.fromkeys(order.tolist()))
-        for j in range(self._indexed, n):  # index the records appended since the last call
-            for term in set(query_terms(self.records[j].content)):
-                self._postings.setdefault(term, []).append(j)
-        self._indexed = n
-        weight: dict[int, float] = {}
-        for term in set(terms):
-            rows = self._postings.get(term, ())
-            idf = math.log1p(n / len(rows)) if rows else 0.0
-            for j in rows:
-                weight[j] = weight.get(j, 0.0) + idf
-        best = sorted(weight, key=lambda j: (-weight[j], -j))[: self.window]
-        picked.update(dict.fromkeys(best))
-        return [self.records[j] for j in sorted(picked)]
-
-
-def _cosine(a: MemoryRecord, b: MemoryRecord) -> float:
-    assert a.embedding is not None and b.embedding is not None
-    x, y = a.embedding.astype(np.float64), b.embedding.astype(np.float64)
-    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
-    return float(x @ y) / norm if norm else 0.0

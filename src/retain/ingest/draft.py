@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,7 @@ from retain.retention.expiry import check_expiry_metadata
 from retain.safety.canary import is_canary
 from retain.state.agent import AgentState
 from retain.state.candidates import PHASE_KEY
-from retain.store import AuditEntry, FindByHash, RecordFilter, RequireUnchanged, RequireUnique, Store
+from retain.store import FindByHash, RecordFilter, RequireUnchanged, RequireUnique, Store
 from retain.text.directives import DIRECTIVE_KEY, standing_directive
 from retain.text.temporal import time_refs_metadata
 
@@ -54,7 +54,6 @@ __all__ = [
     "predecessor",
     "score_utility",
     "split_text",
-    "supersede",
 ]
 
 RESERVED_METADATA = frozenset({"split_group", "part", "parts"})
@@ -419,93 +418,6 @@ def merge_paraphrases(
         merged_into[old.id] = old.evolve(metadata={**old.metadata, "merged": [*old.metadata.get("merged", []), entry]})
         merges.append((rec, old, decision.reason))
     return keep, [(new, merged_into[old.id], reason) for new, old, reason in merges]
-
-
-def supersede(
-    store: Store,
-    namespace: str,
-    fresh: list[MemoryRecord],
-    actor: str,
-    config: MemoryConfig,
-    *,
-    typed: Collection[str] = (),
-) -> tuple[list[MemoryRecord], list[MemoryRecord], list[AuditEntry]]:
-    """Link each update among ``fresh`` to the record it supersedes. Returns (fresh with links
-    set, stored records now superseded, "supersede" audit entries).
-
-    A record that supersedes a hard constraint is itself a hard constraint (the corrected
-    limit), unless its caller gave a type (``typed`` ids): it takes the type and the core tier.
-    An actor outside ``config.trusted_actors`` never supersedes a hard constraint or a pinned
-    record: the proposal is dropped and audited as a refused "supersede". Nor does a record
-    without an explicit correction (:func:`retain.text.cues.explicit_cues`) supersede a hard
-    constraint: :func:`~retain.ingest.conflict.find_updates` holds the proposal back and it is audited
-    as a refused "supersede" too (the constraint stays current and mandatory)."""
-    from retain.ingest.conflict import Relation, find_updates
-
-    found = find_updates(store, namespace, fresh, policy=config.conflict_policy, judge=config.conflict_judge)
-    refused: list[AuditEntry] = [
-        AuditEntry(
-            namespace,
-            "supersede",
-            d.held.target.id,
-            actor,
-            "hard constraint kept: no explicit correction",  # no content: values and cues stay out
-            details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.held.signals)},
-        )
-        for new, d in found
-        if d.held is not None and d.held.target is not None
-    ]
-    found = [(new, d) for new, d in found if d.relation is Relation.UPDATE]
-    if actor not in config.trusted_actors:  # an untrusted writer never retires a protected record
-        keep = []
-        for new, d in found:
-            if d.target is not None and (d.target.pinned or d.target.type is MemoryType.HARD_CONSTRAINT):
-                refused.append(
-                    AuditEntry(
-                        namespace,
-                        "supersede",
-                        d.target.id,
-                        actor,
-                        "untrusted actor: protected record kept",
-                        details={"outcome": "refused", "proposed_by": new.id, "signals": list(d.signals)},
-                    )
-                )
-            else:
-                keep.append((new, d))
-        found = keep
-    links = {new.id: d.target.id for new, d in found if d.target is not None}
-    back = {old: new for new, old in links.items()}
-    fresh_ids = {r.id for r in fresh}
-    retire = [d.target for _, d in found if d.target is not None and d.target.id not in fresh_ids]
-    old_types = {d.target.id: d.target.type for _, d in found if d.target is not None}
-
-    def relink(r: MemoryRecord) -> MemoryRecord:
-        if r.id in back:  # superseded: history now, no longer mandatory unless pinned
-            tier = Tier.DYNAMIC if r.tier is Tier.CORE and not r.pinned else r.tier
-            r = r.evolve(superseded_by=back[r.id], tier=tier)
-        if r.id not in links:
-            return r
-        r = r.evolve(supersedes=links[r.id])
-        if old_types.get(links[r.id]) is MemoryType.HARD_CONSTRAINT and r.id not in typed:
-            r = r.evolve(type=MemoryType.HARD_CONSTRAINT, tier=Tier.CORE)
-        return r
-
-    audit = [
-        AuditEntry(
-            namespace,
-            "supersede",
-            d.target.id,
-            actor,
-            f"update detected on add ({'+'.join(d.signals)})",  # no content: values and cues stay out
-            details={"superseded_by": new.id, "signals": list(d.signals), "n_cues": len(d.cues), **d.scores()},
-        )
-        for new, d in found
-        if d.target is not None
-    ]
-    return [relink(r) for r in fresh], [relink(r) for r in retire], audit + refused
-
-
-# --- importance on arrival (EMBER) --------------------------------------------------------
 
 
 def score_utility(

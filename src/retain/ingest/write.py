@@ -31,8 +31,8 @@ from retain.ingest.draft import (
     nearest_held,
     predecessor,
     score_utility,
-    supersede,
 )
+from retain.ingest.supersession import supersede
 from retain.record import MemoryRecord, MemoryType, Tier, utcnow, validate_namespace
 from retain.retrieval.graph import check_derived, edges_on_add
 from retain.safety import integrity
@@ -112,8 +112,8 @@ def add_many(
 class _Batch:
     """What one attempt of :func:`add_many` writes: new records, records added again out of the archive,
     paraphrase merges (newcomer, updated existing record, reason), superseded records, records the
-    budget moved to the archive, audit entries (supersede and evict; add, restore and merge entries
-    are made at the end) and edges."""
+    budget moved to the archive, audit entries (supersede, conflict and evict; add, restore and merge
+    entries are made at the end), edges and the open-conflict edges among them."""
 
     fresh: list[MemoryRecord]
     restored: list[MemoryRecord]
@@ -124,6 +124,7 @@ class _Batch:
     superseding: list[AuditEntry] = field(default_factory=list)
     evictions: list[AuditEntry] = field(default_factory=list)
     edges: list[Edge] = field(default_factory=list)
+    conflicts: list[Edge] = field(default_factory=list)
 
 
 def write_drafts(
@@ -147,6 +148,7 @@ def write_drafts(
     _relate(core, namespace, actor, batch, ids, typed)
     derived = {rid: d for rid, d in zip(ids, used, strict=True) if d}
     batch.edges = edges_on_add(core.store, namespace, batch.fresh, derived=derived, config=core.config.graph)
+    batch.edges += batch.conflicts  # open conflicts are written whatever the graph's switches
     if batch.fresh or batch.restored or batch.merges:
         _budget_and_store(core, namespace, actor, batch, explicit, guards, held)
     elif batch.edges:  # every item was already held: only its derived_from edges are new
@@ -180,7 +182,7 @@ def _relate(core: Core, namespace: str, actor: str, batch: _Batch, ids: list[str
         for new, old, _ in batch.merges:
             ids[ids.index(new.id)] = old.id
     if batch.fresh and core.config.supersede:
-        batch.fresh, batch.retired, batch.superseding = supersede(
+        batch.fresh, batch.retired, batch.superseding, batch.conflicts = supersede(
             core.store, namespace, batch.fresh, actor, core.config, typed=typed
         )
 

@@ -145,6 +145,9 @@ class Hit:
         window: the hit's context unit when the search asked for one (``window=w``): the records of
             its segment with ``seq`` within w of its own, in stream order, the hit included; () otherwise
             (:func:`retain.sequence.segments.attach_windows`).
+        conflicts_with: ids of the records this one is in an open conflict with
+            (:mod:`retain.safety.conflicts`); () when none. ``superseded_by``: the record's successor
+            (history hits only), else None.
     """
 
     record: MemoryRecord
@@ -154,6 +157,12 @@ class Hit:
     via_edge: str | None = None
     via: str | None = None
     window: tuple[MemoryRecord, ...] = ()
+    conflicts_with: tuple[str, ...] = ()
+
+    @property
+    def superseded_by(self) -> str | None:
+        """The id of the record that replaced this hit's record, or None when it is current."""
+        return self.record.superseded_by
 
     @property
     def stale(self) -> bool:
@@ -168,6 +177,8 @@ class Hit:
             out.update(via_edge=self.via_edge, via=self.via)
         if self.window:
             out["window"] = [r.to_dict() for r in self.window]
+        out["superseded_by"] = self.record.superseded_by
+        out["conflicts_with"] = list(self.conflicts_with)
         return out
 
 

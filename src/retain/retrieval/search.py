@@ -180,7 +180,15 @@ def search(core: Core, query: str, *, namespace: str, request: SearchRequest = D
         from retain.sequence.segments import attach_windows
 
         hits = attach_windows(core.store, namespace, hits, window, allow_raw=allow_raw)
-    return hits
+    return _with_conflicts(core, namespace, hits)
+
+
+def _with_conflicts(core: Core, namespace: str, hits: list[Hit]) -> list[Hit]:
+    """``hits`` with ``conflicts_with`` set on each hit in an open conflict (one store read)."""
+    from retain.safety.conflicts import conflicts_of
+
+    found = conflicts_of(core.store, namespace, [h.record.id for h in hits])
+    return [replace(h, conflicts_with=found[h.record.id]) if h.record.id in found else h for h in hits]
 
 
 def _filter(

@@ -52,6 +52,7 @@ from retain.errors import BudgetInfeasible, InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, MemoryType, Tier, new_id, utcnow, validate_namespace
 from retain.retrieval.search import SearchRequest, search
 from retain.safety.canary import is_canary
+from retain.safety.conflicts import list_conflicts, to_confirm_lines
 from retain.safety.observe import annotate, observed
 from retain.safety.packing import ContextItem, Filling, LeftOut, fit_constraints, is_chatter, render_line, state_text
 from retain.safety.redaction import redact_record, redact_value, scrub
@@ -208,7 +209,8 @@ def pack(
 ) -> Context:
     """Pack the prompt context for ``query`` within ``budget_tokens`` (encoder tokenizer tokens
     of the rendered lines): the namespace's current hard constraints first (degraded when they
-    alone exceed the budget), then the working tier (the ``working`` newest records and, with a
+    alone exceed the budget), then the open conflicts "to confirm" with a clarifying question each
+    (:mod:`retain.safety.conflicts`), then the working tier (the ``working`` newest records and, with a
     state, the current phase's newest records; chatter skipped), then state-adaptive search hits
     best first (the long-term tier), then with ``archive`` (default :data:`ARCHIVE_DEFAULT`) hits
     from the archive tier. ``summariser`` compresses a constraint that does not fit whole (default
@@ -245,6 +247,7 @@ def pack(
         state_text=state_text(state_doc),
         summariser=summariser,
     )
+    _to_confirm(core, namespace, filled)
     filled.add_section(standing, "standing")  # the user's instructions and preferences in force
     filled.add_section(working_set, "working", skip_chatter=True)
     filled.add_hits(candidates)
@@ -331,6 +334,23 @@ def _tiers(
 
 CHATTER_LOOKBACK = 4
 """The working tier reads up to this many times ``working`` newest records to find ``working`` that are not chatter."""
+
+
+def _to_confirm(core: Core, namespace: str, filled: Filling) -> None:
+    """The "To confirm" section (:func:`retain.safety.conflicts.to_confirm_lines`: each open conflict
+    with a clarifying question, secrets scrubbed) right after the hard constraints, when it fits;
+    else each conflict is reported left out for the budget (its records may still be packed)."""
+    conflicts = list_conflicts(core.store, namespace)
+    lines = [scrub(line) for line in to_confirm_lines(conflicts)]
+    if not lines:
+        return
+    need = sum(core.encoder.count_tokens(lines))
+    if filled.used + need > filled.budget:
+        detail = f"to confirm: needs {need} tokens, {filled.budget - filled.used} left"
+        filled.left += [LeftOut(c.new.id, "budget", None, None, 0, detail) for c in conflicts]
+        return
+    filled.used += need
+    filled.lines += lines
 
 
 def _candidates(
