@@ -214,7 +214,7 @@ class MemoryConfig:
     supersede: bool = True
     conflict_judge: ConflictJudge | None = None
     conflict_policy: ConflictPolicy = DEFAULT_POLICY
-    conflict_model: ConflictModel | Literal["shipped"] | None = "shipped"
+    conflict_model: ConflictModel | Literal["shipped"] | None = None
     resolve_times: bool = True
     graph: GraphConfig = DEFAULT_GRAPH_CONFIG
     retrieval: RetrievalConfig = field(default=DEFAULT_RETRIEVAL_CONFIG)

@@ -14,6 +14,8 @@ NS = "conflicts"
 
 
 def mem(**config: object) -> Memory:
+    """A memory deciding with the shipped conflict model (opt-in: ``MemoryConfig(conflict_model="shipped")``)."""
+    config.setdefault("conflict_model", "shipped")
     return Memory(encoder=HashingEncoder(64), config=MemoryConfig(**config))  # type: ignore[arg-type]
 
 

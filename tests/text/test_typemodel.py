@@ -86,7 +86,7 @@ def test_the_embedding_head_is_used_only_for_its_width() -> None:
 def test_memory_types_with_the_learned_model_and_refuses_an_unknown_classifier() -> None:
     from retain.config import MemoryConfig
 
-    with Memory(encoder=HashingEncoder(dim=32)) as mem:
+    with Memory(encoder=HashingEncoder(dim=32), config=MemoryConfig(type_classifier="learned")) as mem:
         rid = mem.add("What's your total budget?", namespace="n", role="assistant")
         assert mem.get(rid, namespace="n").type is not MemoryType.HARD_CONSTRAINT
         given = mem.add("What's the budget?", namespace="n", role="user", type="hard_constraint")

@@ -4,7 +4,7 @@ intact, not that the store still holds what the log says was written.
 :func:`crosscheck` reads every stored record (every namespace, every tier, superseded versions too)
 and the raw log, and reports:
 
-* a record no "add", "update" or "summarize" entry created (a row inserted behind retain's back,
+* a record no "add", "update", "summarize" or "compress" entry created (a row inserted behind retain's back,
   or a log emptied or cut while the records stayed);
 * a record whose stored content no longer has the sha256 (:func:`retain.record.content_hash`) its
   creating entry recorded (content edited in place);
@@ -26,7 +26,7 @@ from retain.store import ALL_RECORDS, Store
 
 __all__ = ["CREATING_OPS", "CrossCheck", "crosscheck"]
 
-CREATING_OPS = frozenset({"add", "update", "summarize"})
+CREATING_OPS = frozenset({"add", "update", "summarize", "compress"})
 """The audit operations that write a new record (its id is the entry's ``record_id``)."""
 
 

@@ -430,7 +430,12 @@ def _compress_once(core: Core, namespace: str, segment: str, summariser: Summari
             record.id,
             actor,
             f"segment {segment!r}: {len(moved)} turns into one summary",
-            details={"moved": len(moved), "kept": len(kept), "supersedes": old.id if old else None},
+            details={
+                "moved": len(moved),
+                "kept": len(kept),
+                "supersedes": old.id if old else None,
+                "content_hash": record.content_hash,
+            },
         ),
         *(
             AuditEntry(
