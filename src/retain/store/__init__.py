@@ -44,6 +44,10 @@ from retain.store.ops import (
     RequireUnique,
     ScoredId,
     VectorSearch,
+    check_current,
+    check_hot,
+    check_unchanged,
+    check_unique,
     retry_on_conflict,
 )
 from retain.store.sqlite import SQLiteStore
@@ -94,6 +98,10 @@ __all__ = [
     "Store",
     "VectorSearch",
     "audit_hash",
+    "check_current",
     "check_edge",
+    "check_hot",
+    "check_unchanged",
+    "check_unique",
     "retry_on_conflict",
 ]

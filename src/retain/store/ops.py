@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from retain.errors import WriteConflict
+from retain.errors import DuplicateContent, HotSetChanged, InvalidInput, RecordNotFound, WriteConflict
 from retain.record import MemoryRecord, Tier
 from retain.store.audit_chain import AuditEntry
 from retain.store.edges import Edge, EdgeType
@@ -138,6 +138,50 @@ class RequireHot:
 
     namespace: str
     ids: frozenset[str]
+
+
+# --- the guards' verdicts, shared by every backend: each backend reads the row, these decide --------
+
+
+def check_current(op: RequireCurrent, superseded_by: str | None, found: bool) -> None:
+    """Raise what :class:`RequireCurrent` raises for the record read (``found`` False: no such row)."""
+    if not found:
+        raise RecordNotFound(f"no record {op.id!r} in namespace {op.namespace!r}")
+    if superseded_by is not None:
+        raise InvalidInput(f"id {op.id} was superseded by {superseded_by} meanwhile; update the current version")
+
+
+def check_unchanged(op: RequireUnchanged, row: tuple[str | None, str] | None) -> None:
+    """Raise what :class:`RequireUnchanged` raises for the ``(superseded_by, tier)`` read (None: no row)."""
+    if row is None:
+        raise WriteConflict(f"record {op.id} of namespace {op.namespace!r} was deleted meanwhile")
+    superseded_by, tier = row
+    if superseded_by != op.superseded_by:
+        raise WriteConflict(
+            f"record {op.id} was superseded by {superseded_by} meanwhile"
+            if superseded_by is not None
+            else f"record {op.id} is current again (read superseded by {op.superseded_by})"
+        )
+    if op.tier is not None and tier != op.tier.value:
+        raise WriteConflict(f"record {op.id} moved to the {tier} tier meanwhile (read in {op.tier.value})")
+
+
+def check_hot(op: RequireHot, held: frozenset[str]) -> None:
+    """Raise what :class:`RequireHot` raises when the hot ids read (``held``) are not the ones decided on."""
+    if held != op.ids:
+        raise HotSetChanged(
+            f"the hot memory of namespace {op.namespace!r} changed meanwhile "
+            f"({len(held - op.ids)} records in, {len(op.ids - held)} out); the retention decision is retaken"
+        )
+
+
+def check_unique(op: RequireUnique, existing_id: str | None) -> None:
+    """Raise what :class:`RequireUnique` raises when a current copy (``existing_id``) was found."""
+    if existing_id is not None:
+        raise DuplicateContent(
+            f"namespace {op.namespace!r} already holds this content as current record {existing_id}",
+            existing_id=existing_id,
+        )
 
 
 WRITE_ATTEMPTS = 5

@@ -33,13 +33,9 @@ import retain.store.ops as store_ops
 import retain.store.postgres_audit as audit
 import retain.store.postgres_browse as browse
 from retain.errors import (
-    DuplicateContent,
-    HotSetChanged,
     InvalidInput,
-    RecordNotFound,
     SchemaError,
     StoreUnavailable,
-    WriteConflict,
 )
 from retain.record import MemoryRecord, search_text
 from retain.store.base import Store
@@ -354,47 +350,27 @@ class PostgresStore(Store):
         row = cur.execute(
             "SELECT superseded_by FROM records WHERE namespace = %s AND id = %s", (op.namespace, op.id)
         ).fetchone()
-        if row is None:
-            raise RecordNotFound(f"no record {op.id!r} in namespace {op.namespace!r}")
-        if row[0] is not None:
-            raise InvalidInput(f"id {op.id} was superseded by {row[0]} meanwhile; update the current version")
+        store_ops.check_current(op, None if row is None else row[0], row is not None)
 
     def _require_unchanged(self, cur: Any, op: store_ops.RequireUnchanged) -> None:
         row = cur.execute(
             "SELECT superseded_by, tier FROM records WHERE namespace = %s AND id = %s", (op.namespace, op.id)
         ).fetchone()
-        if row is None:
-            raise WriteConflict(f"record {op.id} of namespace {op.namespace!r} was deleted meanwhile")
-        if row[0] != op.superseded_by:
-            raise WriteConflict(
-                f"record {op.id} was superseded by {row[0]} meanwhile"
-                if row[0] is not None
-                else f"record {op.id} is current again (read superseded by {op.superseded_by})"
-            )
-        if op.tier is not None and row[1] != op.tier.value:
-            raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
+        store_ops.check_unchanged(op, None if row is None else (row[0], row[1]))
 
     def _require_hot(self, cur: Any, op: store_ops.RequireHot) -> None:
         rows = cur.execute(
             "SELECT id FROM records WHERE namespace = %s AND superseded_by IS NULL AND tier IN ('core', 'dynamic')",
             (op.namespace,),
         ).fetchall()
-        held = frozenset(r[0] for r in rows)
-        if held != op.ids:
-            raise HotSetChanged(
-                f"the hot memory of namespace {op.namespace!r} changed meanwhile "
-                f"({len(held - op.ids)} records in, {len(op.ids - held)} out); the retention decision is retaken"
-            )
+        store_ops.check_hot(op, frozenset(r[0] for r in rows))
 
     def _require_unique(self, cur: Any, op: store_ops.RequireUnique) -> None:
         where, params = same_content(
             store_ops.FindByHash(op.namespace, op.content_hash, True, op.role, op.segment, op.seq)
         )
         row = cur.execute(f"SELECT id FROM records WHERE {where} ORDER BY rowid LIMIT 1", params).fetchone()
-        if row is not None:
-            raise DuplicateContent(
-                f"namespace {op.namespace!r} already holds this content as current record {row[0]}", existing_id=row[0]
-            )
+        store_ops.check_unique(op, None if row is None else row[0])
 
     def _list(self, cur: Any, op: store_ops.ListRecords) -> list[MemoryRecord]:
         ids = self._list_ids(cur, store_ops.ListIds(op.namespace, op.filter, op.limit, op.order))

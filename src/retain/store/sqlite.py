@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 import retain.store.ops as store_ops
-from retain.errors import DuplicateContent, HotSetChanged, InvalidInput, RecordNotFound, SchemaError, WriteConflict
+from retain.errors import InvalidInput, SchemaError
 from retain.record import MemoryRecord, Tier, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
@@ -315,47 +315,27 @@ class SQLiteStore(Store):
         row = self._conn.execute(
             "SELECT superseded_by FROM records WHERE namespace = ? AND id = ?", (op.namespace, op.id)
         ).fetchone()
-        if row is None:
-            raise RecordNotFound(f"no record {op.id!r} in namespace {op.namespace!r}")
-        if row[0] is not None:
-            raise InvalidInput(f"id {op.id} was superseded by {row[0]} meanwhile; update the current version")
+        store_ops.check_current(op, None if row is None else row[0], row is not None)
 
     def _require_unchanged(self, op: store_ops.RequireUnchanged) -> None:
         row = self._conn.execute(
             "SELECT superseded_by, tier FROM records WHERE namespace = ? AND id = ?", (op.namespace, op.id)
         ).fetchone()
-        if row is None:
-            raise WriteConflict(f"record {op.id} of namespace {op.namespace!r} was deleted meanwhile")
-        if row[0] != op.superseded_by:
-            raise WriteConflict(
-                f"record {op.id} was superseded by {row[0]} meanwhile"
-                if row[0] is not None
-                else f"record {op.id} is current again (read superseded by {op.superseded_by})"
-            )
-        if op.tier is not None and row[1] != op.tier.value:
-            raise WriteConflict(f"record {op.id} moved to the {row[1]} tier meanwhile (read in {op.tier.value})")
+        store_ops.check_unchanged(op, None if row is None else (row[0], row[1]))
 
     def _require_hot(self, op: store_ops.RequireHot) -> None:
         rows = self._conn.execute(
             "SELECT id FROM records WHERE namespace = ? AND superseded_by IS NULL AND tier IN (?, ?)",
             (op.namespace, Tier.CORE.value, Tier.DYNAMIC.value),
         ).fetchall()
-        held = frozenset(r[0] for r in rows)
-        if held != op.ids:
-            raise HotSetChanged(
-                f"the hot memory of namespace {op.namespace!r} changed meanwhile "
-                f"({len(held - op.ids)} records in, {len(op.ids - held)} out); the retention decision is retaken"
-            )
+        store_ops.check_hot(op, frozenset(r[0] for r in rows))
 
     def _require_unique(self, op: store_ops.RequireUnique) -> None:
         where, params = same_content(
             store_ops.FindByHash(op.namespace, op.content_hash, True, op.role, op.segment, op.seq)
         )
         row = self._conn.execute(f"SELECT id FROM records WHERE {where} ORDER BY rowid LIMIT 1", params).fetchone()
-        if row is not None:
-            raise DuplicateContent(
-                f"namespace {op.namespace!r} already holds this content as current record {row[0]}", existing_id=row[0]
-            )
+        store_ops.check_unique(op, None if row is None else row[0])
 
     def _list(self, op: store_ops.ListRecords) -> list[MemoryRecord]:
         return self._fetch(op.namespace, self._list_ids(store_ops.ListIds(op.namespace, op.filter, op.limit, op.order)))
