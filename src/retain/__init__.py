@@ -43,6 +43,7 @@ from retain.safety.conflicts import Conflict
 from retain.safety.context import Context, ContextItem, LeftOut, Provenance
 from retain.safety.handoff import Handoff, WithheldItem
 from retain.safety.integrity import ForgetReport, RetentionReport
+from retain.sequence.procedures import Procedure, ProcedureTracker
 from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState, StateEncoder, StatePerceiver
 from retain.state.prefetch import Prefetch
@@ -99,6 +100,8 @@ __all__ = [
     "PayloadTooLarge",
     "Prefetch",
     "Principal",
+    "Procedure",
+    "ProcedureTracker",
     "Provenance",
     "RecordFilter",
     "RecordNotFound",

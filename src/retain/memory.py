@@ -25,6 +25,7 @@ from retain.facade.audit import AuditMixin
 from retain.facade.conflicts import ConflictsMixin
 from retain.facade.expiry import ExpiryMixin
 from retain.facade.messages import MessagesMixin
+from retain.facade.procedures import ProceduresMixin
 from retain.ingest import write
 from retain.ingest.draft import NewMemory
 from retain.record import MemoryRecord, MemoryType, Tier
@@ -41,6 +42,7 @@ from retain.safety.context import Context, Provenance, explain, pack
 from retain.safety.handoff import Handoff, HandoffFormat
 from retain.safety.integrity import ForgetReport, RetentionReport
 from retain.sequence import segments, timeline
+from retain.sequence.procedures import Procedure, ProcedureTracker  # noqa: F401  (the mixin's signatures)
 from retain.sequence.segments import Summariser
 from retain.state.agent import AgentState
 from retain.state.prefetch import Prefetch  # noqa: F401  (resolves AgentLoopMixin.prefetch in signature checks)
@@ -79,7 +81,7 @@ class _FromCore(Generic[_T]):
         raise AttributeError(f"property {self._name!r} of {type(obj).__name__!r} object has no deleter")
 
 
-class Memory(AccessMixin, AgentLoopMixin, AuditMixin, ConflictsMixin, ExpiryMixin, MessagesMixin):
+class Memory(AccessMixin, AgentLoopMixin, AuditMixin, ConflictsMixin, ExpiryMixin, MessagesMixin, ProceduresMixin):
     """A memory store for agents.
 
     Args:
