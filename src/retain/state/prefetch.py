@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from retain.errors import InvalidInput
 from retain.retrieval.fusion import Hit
+from retain.state.agent import AgentState
 
 if TYPE_CHECKING:
     from retain.core import Core
@@ -117,26 +118,74 @@ def _shipped() -> PhaseModel:
 @dataclass(frozen=True)
 class Prefetch:
     """What :func:`prefetch` warmed: ``hits`` (best first, at most ``k``; [] without a prediction), the
-    predicted ``next_phase`` (None without one), its ``probability`` among departures from the current
-    phase (0..1) and the ``reason``."""
+    predicted ``next_phase`` (the most likely phase other than the current one; None without one), its
+    ``probability`` among departures from the current phase (0..1), the ``reason``, and ``stay``: the
+    probability that the next event stays in the current phase (0..1)."""
 
     hits: list[Hit]
     next_phase: str | None
     probability: float
     reason: str
+    stay: float = 0.0
+    known_as: str | None = None
+
+
+MATCH_COS = 0.7
+"""Least cosine (basis encoder, phase names with ``_`` as spaces) at which a phase unseen in training
+is read as the nearest phase seen (phase names are free-form: "book hotel" and "hotel booking");
+below it the phase is unknown and :func:`prefetch` predicts nothing."""
+
+
+def _known_phase(core: Core, model: PhaseModel, phase: str) -> tuple[str | None, str]:
+    """The phase of ``model`` that ``phase`` is read as (itself when seen; else the nearest seen phase
+    at cosine >= :data:`MATCH_COS`), and the reason."""
+    name = normalise_phase(phase)
+    if name in model.transitions:
+        return name, f"phase {name!r} seen in training"
+    names = sorted(model.transitions)
+    if not names:
+        return None, f"unknown phase {phase!r}: the phase model is empty"
+    key = (core.encoder.name, id(model))
+    matrix = _PHASE_VECTORS.get(key)
+    if matrix is None:
+        matrix = core.encoder.encode([n.replace("_", " ") for n in names])
+        _PHASE_VECTORS[key] = matrix
+    vec = core.encoder.encode([name.replace("_", " ")])[0]
+    cos = matrix @ vec
+    best = int(cos.argmax())
+    if float(cos[best]) < MATCH_COS:
+        near = f"nearest {names[best]!r} at cosine {float(cos[best]):.2f}"
+        return None, f"unknown phase {phase!r}: never seen in training, {near}"
+    return names[best], f"unseen phase {phase!r} read as {names[best]!r} (cosine {float(cos[best]):.2f})"
+
+
+_PHASE_VECTORS: dict[tuple[str, int], Any] = {}
+"""Embedded phase names of a phase model, by (encoder name, model id): computed once per process."""
+
+
+def _focus(state: AgentState, phase: str) -> str:
+    """The query of a prefetch: what the next step will address (the open questions first, then the
+    top subgoal, the last result and the phase), as one text."""
+    parts = [*state.open_questions[-3:], state.subgoals[-1] if state.subgoals else None, state.last_result]
+    return " ; ".join([*(p for p in parts if p), phase.replace("_", " ")])
 
 
 def prefetch(
     core: Core, state: Mapping[str, Any], *, namespace: str, k: int = 10, model: PhaseModel | None = None
 ) -> Prefetch:
-    """The records the next step will likely need: a state-adaptive search (``k`` hits, hot tiers) for
-    the predicted next state (see the module docstring); the query is the predicted phase's name.
+    """The records the next step will likely need, in ``k`` hits (hot tiers), best first.
+
+    The phase model gives P(the next event stays in this phase) and the most likely other phase. The
+    ``k`` slots are shared in proportion: ``round(k * P(leave))`` go to a state-adaptive search for
+    the predicted next state (that phase, the current subgoals, constraints and open questions), the
+    rest to one for the current state; both ask :func:`_focus` (the open questions, top subgoal and
+    last result: what the next step will likely address). A phase unseen in training is read as the
+    nearest seen one (:data:`MATCH_COS`); a phase with no such match gives no hits and the reason.
 
     Raises:
         InvalidInput: ``state`` not a valid agent state, bad namespace, ``k`` not an int >= 1.
     """
     from retain.retrieval.search import SearchRequest, search
-    from retain.state.agent import AgentState
 
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidInput(f"k: must be an int >= 1, got {k!r}")
@@ -144,9 +193,25 @@ def prefetch(
     if not current.phase:
         return Prefetch([], None, 0.0, "state has no phase: nothing to predict from")
     chosen = model if model is not None else PhaseModel.load()
-    nxt, p, reason = chosen.next_phase(current.phase)
-    if nxt is None:
-        return Prefetch([], None, 0.0, reason)
-    predicted = {**current.to_dict(), "phase": nxt}
-    hits = search(core, nxt.replace("_", " "), namespace=namespace, request=SearchRequest(k=k, state=predicted))
-    return Prefetch(list(hits[:k]), nxt, p, reason)
+    known, why = _known_phase(core, chosen, current.phase)
+    if known is None:
+        return Prefetch([], None, 0.0, why)
+    counts = chosen.transitions[known]
+    total = sum(counts.values())
+    stay = counts.get(known, 0) / total if total else 0.0
+    nxt, p, reason = chosen.next_phase(known)
+    moving = round(k * (1.0 - stay)) if nxt is not None else 0
+    hits: dict[str, Hit] = {}
+    if moving:
+        predicted = {**current.to_dict(), "phase": nxt}
+        ahead = search(
+            core, _focus(current, str(nxt)), namespace=namespace, request=SearchRequest(k=k, state=predicted)
+        )
+        hits.update((h.record.id, h) for h in ahead[:moving])
+    here = search(core, _focus(current, current.phase), namespace=namespace, request=SearchRequest(k=k, state=current))
+    for h in here:
+        if len(hits) >= k:
+            break
+        hits.setdefault(h.record.id, h)
+    ranked = sorted(hits.values(), key=lambda h: -h.score)
+    return Prefetch(ranked, nxt, p, f"{why}; {reason}; stays in phase with p={stay:.2f}", round(stay, 6), known)
