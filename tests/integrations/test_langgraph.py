@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import operator
+import time
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -152,8 +153,55 @@ def test_bad_input_raises_retain_errors(store: RetainStore, memory: Memory) -> N
         to_namespace(())
     with pytest.raises(InvalidInput, match="supersede"):
         RetainStore(Memory(encoder=HashingEncoder(64)))
-    with pytest.raises(NotImplementedError):
-        store.put(("docs",), "k", {"v": 1}, ttl=5)
+    with pytest.raises(InvalidInput, match="ttl"):
+        store.put(("docs",), "k", {"v": 1}, ttl=-5)
+    with pytest.raises(InvalidInput, match="ttl"):
+        store.put(("docs",), "k", {"v": 1}, ttl="soon")  # type: ignore[arg-type]
+    assert store.get(("docs",), "k") is None  # nothing stored
+
+
+def expiry(memory: Memory, namespace: str) -> list[str]:
+    return [r.metadata.get("expires_at") for r in memory.records(namespace=namespace) if r.tier.value != "archive"]
+
+
+def test_ttl_hides_an_expired_item_and_archives_it_audited(store: RetainStore, memory: Memory) -> None:
+    # LangGraph's InMemoryStore has no TTL (supports_ttl False), so TTL is tested here, not in the parity script
+    assert store.supports_ttl and not InMemoryStore().supports_ttl
+    store.put(("t",), "short", {"n": 1}, ttl=0.002)  # minutes: 0.12 s
+    store.put(("t",), "long", {"n": 2}, ttl=60)
+    store.put(("t",), "forever", {"n": 3})
+    time.sleep(0.5)
+    assert store.get(("t",), "short") is None
+    assert {i.key for i in store.search(("t",), limit=10)} == {"long", "forever"}
+    assert {i.key for i in store.search(("t",), query="n", limit=10)} == {"long", "forever"}
+    archived = memory.expire("lg/t")
+    assert len(archived) == 1
+    gone = memory.get(archived[0], namespace="lg/t")
+    assert gone.tier.value == "archive" and gone.metadata["lg_key"] == "short"  # archived, not purged
+    entries = [e for e in memory.store.audit_log("lg/t") if e["op"] == "archive"]
+    assert [(e["record_id"], e["reason"]) for e in entries] == [(archived[0], "expired")]
+    store.put(("t",), "long", {"n": 2})  # a put without a TTL clears it
+    assert [m for m in expiry(memory, "lg/t") if m is not None] == []
+
+
+def test_reads_refresh_the_ttl_unless_told_not_to(memory: Memory) -> None:
+    store = RetainStore(memory, ttl={"default_ttl": 30, "refresh_on_read": True})
+    store.put(("r",), "k", {"n": 1})  # the default TTL: 30 minutes
+    (first,) = expiry(memory, "lg/r")
+    assert first is not None
+    time.sleep(0.01)
+    store.get(("r",), "k", refresh_ttl=False)
+    assert expiry(memory, "lg/r") == [first]
+    store.get(("r",), "k")
+    (second,) = expiry(memory, "lg/r")
+    assert second > first
+    time.sleep(0.01)
+    store.search(("r",), limit=5)
+    (third,) = expiry(memory, "lg/r")
+    assert third > second
+    assert len(memory.records(namespace="lg/r", include_superseded=True)) == 1  # refreshed in place
+    refreshed = [e for e in memory.store.audit_log("lg/r") if e["op"] == "refresh_ttl"]
+    assert len(refreshed) == 2 and refreshed[-1]["details"]["expires_at"] == third
 
 
 class State(TypedDict):

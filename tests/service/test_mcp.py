@@ -28,7 +28,7 @@ from retain.service.mcp import ServerScope, build_server
 
 RETAIN = str(Path(sys.executable).with_name("retain"))
 ENV = {**os.environ, "RETAIN_ENCODER": "hashing-64", "HF_HUB_OFFLINE": "1"}
-TOOLS = {"remember", "recall", "context", "forget", "explain"}
+TOOLS = {"remember", "recall", "context", "forget", "explain", "conflicts"}
 
 
 def run(session: Callable[[Client], Awaitable[None]], server: Any) -> None:
@@ -72,6 +72,7 @@ async def every_tool(client: Client) -> None:
     done = data(await client.call_tool("forget", {"id": note["id"]}))
     assert done["deleted"] == [note["id"]]
     assert note["id"] not in [h["id"] for h in data(await client.call_tool("recall", {"query": "airport"}))["hits"]]
+    assert data(await client.call_tool("conflicts", {})) == {"namespace": "trip", "conflicts": []}
 
 
 def test_stdio_every_tool(tmp_path: Path) -> None:
@@ -81,6 +82,35 @@ def test_stdio_every_tool(tmp_path: Path) -> None:
     run(every_tool, params)
     with Memory(tmp_path / "m.db", encoder=HashingEncoder(64)) as mem:  # the same store, as written
         assert [r.content for r in mem.records(namespace="trip")] == ["The total budget must stay under 5000 EUR."]
+
+
+RULES = ("The total budget must stay under 5,000 EUR.", "The total budget must stay under 4,000 EUR.")
+
+
+async def conflict_session(client: Client) -> None:
+    """Two contradicting hard constraints open a conflict; the tool lists it with its question; the
+    untrusted agent may not retire a hard constraint; keeping both closes it (audited)."""
+    for text in RULES:
+        data(await client.call_tool("remember", {"text": text, "type": "hard_constraint"}))
+    (conflict,) = data(await client.call_tool("conflicts", {}))["conflicts"]
+    assert conflict["status"] == "open" and {conflict["new"]["content"], conflict["old"]["content"]} == set(RULES)
+    assert "?" in conflict["question"]
+    refused = error_text(await client.call_tool("conflicts", {"resolve": conflict["id"], "keep": "new"}))
+    assert "Forbidden" in refused
+    done = data(await client.call_tool("conflicts", {"resolve": conflict["id"], "keep": "both", "reason": "ok"}))
+    assert (done["resolved"]["status"], done["resolved"]["resolution"]) == ("resolved", "both")
+    assert data(await client.call_tool("conflicts", {}))["conflicts"] == []
+
+
+def test_stdio_conflicts_listed_and_resolved(tmp_path: Path) -> None:
+    db = str(tmp_path / "c.db")
+    args = ["mcp", "--db", db, "--namespace", "trip", "--conflict-model", "shipped"]
+    run(conflict_session, StdioServerParameters(command=RETAIN, args=args, env=ENV))
+    with Memory(db, encoder=HashingEncoder(64)) as mem:
+        resolved = [e for e in mem.store.audit_log("trip") if e["op"] == "resolve_conflict"]
+        assert [(e["actor"], e["details"].get("keep")) for e in resolved if "keep" in e["details"]] == [
+            ("agent", "both")
+        ]
 
 
 def _free_port() -> int:
@@ -138,6 +168,10 @@ def server() -> Iterator[Any]:
         ("forget", {"id": "a", "query": "b"}, "id or query"),
         ("explain", {"provenance_id": "nope"}, "RecordNotFound"),
         ("recall", {"query": "x", "namespace": "elsewhere"}, "serves 'trip' only"),
+        ("conflicts", {"resolve": "a:b"}, "keep"),
+        ("conflicts", {"keep": "new"}, "resolve"),
+        ("conflicts", {"resolve": "a:b", "keep": "newest"}, "keep"),
+        ("conflicts", {"resolve": "nocolon", "keep": "old"}, "conflict_id"),
     ],
 )
 def test_bad_input_is_a_tool_error_and_the_server_keeps_running(

@@ -7,7 +7,7 @@ Added to the root app by :func:`register` (called by :mod:`retain.cli.app`).
 from __future__ import annotations
 
 import importlib.util
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,6 +15,9 @@ from retain.cli.common import Commands, fail, fail_plain, open_memory
 from retain.cli.options import PANEL_MEMORY, DbOption
 from retain.errors import RetainError
 from retain.safety.access import Grant, Role
+
+if TYPE_CHECKING:
+    from retain.memory import Memory
 
 __all__ = ["mcp_cmd", "register"]
 
@@ -44,8 +47,15 @@ def mcp_cmd(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option("--host", help="HTTP address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP port.", min=1, max=65535)] = 8765,
+    conflict_model: Annotated[
+        str,
+        typer.Option(
+            "--conflict-model",
+            help="'rules' (default) or 'shipped': the learned conflict model decides supersedes and open conflicts.",
+        ),
+    ] = "rules",
 ) -> None:
-    """Serve the store to MCP clients: tools remember, recall, context, forget and explain.
+    """Serve the store to MCP clients: tools remember, recall, context, forget, explain and conflicts.
 
     Over stdio by default (the client launches this command); with --http, streamable HTTP at
     http://HOST:PORT/mcp. Every call runs as one principal (--actor, --grant, --tenant; the rights
@@ -64,9 +74,11 @@ def mcp_cmd(
                 grants.append(Grant(namespace, Role.WRITE))
             principal = Principal(actor, grants=tuple(grants), tenant=tenant)
         scope = ServerScope(namespace=namespace, principal=principal, actor=actor)
+        if conflict_model not in ("rules", "shipped"):
+            raise typer.BadParameter(f"--conflict-model: 'rules' or 'shipped', got {conflict_model!r}")
     except RetainError as exc:
         fail(exc)
-    memory = open_memory(db, create=True)
+    memory = _with_model(open_memory(db, create=True), conflict_model)
     try:
         server = build_server(memory, scope)
         if http:
@@ -87,3 +99,15 @@ def _grant(text: str) -> Grant:
     if not sep:
         raise typer.BadParameter(f"--grant: PREFIX=ROLE expected, got {text!r}")
     return Grant(prefix, role)  # type: ignore[arg-type]
+
+
+def _with_model(memory: Memory, conflict_model: str) -> Memory:
+    """``memory`` reopened with the shipped conflict model when asked (same store and encoder)."""
+    if conflict_model != "shipped":
+        return memory
+    from retain.config import MemoryConfig
+    from retain.memory import Memory as Reopened
+
+    path, encoder = memory.store.location, memory.encoder
+    memory.close()
+    return Reopened(path, encoder=encoder, config=MemoryConfig(conflict_model="shipped"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,9 @@ from retain.config import Settings
 from retain.errors import RetainError
 from retain.safety.access import Grant
 from retain.service.keys import ApiKey, KeyStore, default_keys_path
+
+if TYPE_CHECKING:
+    from retain.memory import Memory
 
 __all__ = ["PANEL_SERVICE", "keys_add", "keys_app", "keys_list", "keys_revoke", "register", "serve_command"]
 
@@ -75,6 +78,13 @@ def serve_command(
     ready_file: Annotated[
         Path | None, typer.Option(help="Write HOST:PORT here once the server accepts connections.")
     ] = None,
+    conflict_model: Annotated[
+        str,
+        typer.Option(
+            "--conflict-model",
+            help="'rules' (default) or 'shipped': the learned conflict model decides supersedes and open conflicts.",
+        ),
+    ] = "rules",
     ui: Annotated[
         bool,
         typer.Option(
@@ -89,26 +99,12 @@ def serve_command(
         fail_plain(
             f"retain serve needs the 'server' extra ({', '.join(missing)} not installed): pip install 'retain[server]'"
         )
-    from retain.config import DEFAULT_TRUSTED_ACTORS, MemoryConfig
     from retain.facade.aio import AsyncMemory
-    from retain.memory import Memory
-    from retain.retention.budget import Budget
     from retain.service.app import serve
 
-    memory = open_memory(db, encoder, create=True)
-    if budget is not None or trusted_actor:
-        path, chosen = memory.store.location, memory.encoder
-        memory.close()
-        try:
-            trusted = DEFAULT_TRUSTED_ACTORS | frozenset(trusted_actor or ())
-            memory = Memory(
-                path,
-                encoder=chosen,
-                budget=None if budget is None else Budget(budget, policy=policy),
-                config=MemoryConfig(trusted_actors=trusted),
-            )
-        except RetainError as exc:
-            fail_plain(str(exc))
+    memory = _open(
+        db, encoder, budget=budget, policy=policy, trusted_actor=trusted_actor, conflict_model=conflict_model
+    )
     store = _keys(db, keys)
     typer.echo(f"retain serve: store {memory.store.location}, keys {store.path}", err=True)
     mounts = {}
@@ -129,6 +125,42 @@ def serve_command(
         )
     finally:
         memory.close()
+
+
+def _open(
+    db: Path | None,
+    encoder: str | None,
+    *,
+    budget: int | None,
+    policy: str,
+    trusted_actor: list[str] | None,
+    conflict_model: str,
+) -> Memory:
+    """The served ``Memory``: the store's own encoder, with the budget, trusted actors and conflict
+    model asked for (exits with code 2 on a bad value)."""
+    from retain.config import DEFAULT_TRUSTED_ACTORS, MemoryConfig
+    from retain.memory import Memory
+    from retain.retention.budget import Budget
+
+    if conflict_model not in ("rules", "shipped"):
+        fail_plain(f"--conflict-model: 'rules' or 'shipped', got {conflict_model!r}")
+    memory = open_memory(db, encoder, create=True)
+    if budget is None and not trusted_actor and conflict_model != "shipped":
+        return memory
+    path, chosen = memory.store.location, memory.encoder
+    memory.close()
+    try:
+        trusted = DEFAULT_TRUSTED_ACTORS | frozenset(trusted_actor or ())
+        return Memory(
+            path,
+            encoder=chosen,
+            budget=None if budget is None else Budget(budget, policy=policy),
+            config=MemoryConfig(
+                trusted_actors=trusted, conflict_model="shipped" if conflict_model == "shipped" else None
+            ),
+        )
+    except RetainError as exc:
+        fail_plain(str(exc))
 
 
 @keys_app.command("add")

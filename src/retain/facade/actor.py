@@ -18,6 +18,7 @@ from retain.record import MemoryRecord, validate_namespace
 from retain.retrieval.fusion import Hit
 from retain.safety.access import Principal, Role, refuse
 from retain.safety.audit import VerifyReport
+from retain.safety.conflicts import Conflict
 from retain.safety.context import Context, Provenance
 from retain.safety.handoff import Handoff
 from retain.safety.integrity import ForgetReport, RetentionReport
@@ -116,6 +117,15 @@ class ActorMemory:
         record: MemoryRecord = self._memory.unpin(id, namespace=ns, actor=self.actor, reason=reason)
         return record
 
+    def resolve_conflict(self, conflict_id: str, *, namespace: str, keep: str, reason: str = "") -> Conflict:
+        """``Memory.resolve_conflict`` (needs write; retiring a protected record still needs a trusted
+        actor): close an open conflict keeping ``"new"``, ``"old"`` or ``"both"``."""
+        ns = self._check(namespace, "resolve_conflict", WRITE)
+        closed: Conflict = self._memory.resolve_conflict(
+            conflict_id, namespace=ns, keep=keep, actor=self.actor, reason=reason
+        )
+        return closed
+
     # --- reads ----------------------------------------------------------------------------
 
     def get(self, id: str, *, namespace: str) -> MemoryRecord:
@@ -127,6 +137,13 @@ class ActorMemory:
         """``Memory.history`` (needs read)."""
         records: list[MemoryRecord] = self._memory.history(id, namespace=self._check(namespace, "history", READ))
         return records
+
+    def conflicts(self, namespace: str, *, include_resolved: bool = False) -> list[Conflict]:
+        """``Memory.conflicts`` (needs read): the open conflicts of ``namespace``, oldest first."""
+        found: list[Conflict] = self._memory.conflicts(
+            self._check(namespace, "conflicts", READ), include_resolved=include_resolved
+        )
+        return found
 
     def records(self, *, namespace: str, **options: Any) -> list[MemoryRecord]:
         """``Memory.records`` (needs read)."""

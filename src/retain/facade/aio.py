@@ -24,6 +24,7 @@ from retain.record import MemoryRecord
 from retain.retrieval.fusion import Hit
 from retain.safety.access import Principal
 from retain.safety.audit import VerifyReport
+from retain.safety.conflicts import Conflict
 from retain.safety.context import Context, Provenance
 from retain.safety.handoff import Handoff
 from retain.safety.integrity import ForgetReport, RetentionReport
@@ -153,6 +154,14 @@ class AsyncMemory:
     async def history(self, id: str, *, namespace: str) -> list[MemoryRecord]:
         """``Memory.history``."""
         return await self._run(self._target.history, id, namespace=namespace)
+
+    async def conflicts(self, namespace: str, **options: Any) -> list[Conflict]:
+        """``Memory.conflicts``."""
+        return await self._run(self._target.conflicts, namespace, **options)
+
+    async def resolve_conflict(self, conflict_id: str, *, namespace: str, keep: str, **options: Any) -> Conflict:
+        """``Memory.resolve_conflict``."""
+        return await self._run(self._target.resolve_conflict, conflict_id, namespace=namespace, keep=keep, **options)
 
     async def records(self, *, namespace: str, **options: Any) -> list[MemoryRecord]:
         """``Memory.records``."""

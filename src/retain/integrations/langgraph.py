@@ -24,8 +24,16 @@ With a ``query``, each namespace under the prefix is searched with ``Memory.sear
 the hits merged by score (higher = more relevant); without, the items are listed by creation time.
 The ``index`` config's ``embed`` and ``dims`` are not used: the Memory's encoder embeds.
 
-**Limits.** TTL is not honoured (``supports_ttl = False``: LangGraph refuses a put with ``ttl``).
-The Memory must not supersede or merge across keys: build it with ``MemoryConfig(supersede=False)``
+**TTL** (``supports_ttl = True``). ``put(..., ttl=minutes)`` (or the ``ttl`` config's
+``default_ttl``) writes the record with an expiry (``metadata["expires_at"]``, UTC, and
+``metadata["lg_ttl"]``, the minutes): from then on ``get``, ``search`` and ``Memory.search`` leave it
+out, and retain's expiry sweep moves it to the archive (audited "archive", reason "expired"; never
+purged silently). ``get`` and ``search`` with ``refresh_ttl`` (LangGraph's default: the ``ttl``
+config's ``refresh_on_read``, else True) push the expiry of each item they return to now + its TTL,
+in place (no new version), audited as "refresh_ttl". A put without a TTL over an item with one clears
+it. ``sweep_interval_minutes`` is not used: retain sweeps before each add and listing.
+
+**Limits.** The Memory must not supersede or merge across keys: build it with ``MemoryConfig(supersede=False)``
 (and ``merge_paraphrases=False``, the default); a budget moves items it evicts to the archive, and
 those are no longer returned. Calls are serialised by a lock; ``abatch`` runs ``batch`` on a worker
 thread.
@@ -54,18 +62,19 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from retain.errors import InvalidInput
+from retain.errors import InvalidInput, WriteConflict
 from retain.memory import Memory
 from retain.record import MemoryRecord, utcnow
-from retain.store import RecordFilter
-from retain.store.where import parse_where
+from retain.retention.expiry import with_expiry
+from retain.store import AppendAudit, AuditEntry, PutRecords, RecordFilter, RequireUnchanged
+from retain.store.where import EXPIRES_AT_KEY, parse_where
 
 __all__ = ["DEFAULT_PREFIX", "KEY", "RetainStore", "from_namespace", "to_namespace"]
 
 DEFAULT_PREFIX = "lg/"
 """The retain namespace prefix of every LangGraph namespace."""
-KEY, VALUE, CREATED = "lg_key", "lg_value", "lg_created_at"
-"""The metadata keys of an item's key, value and creation time."""
+KEY, VALUE, CREATED, TTL = "lg_key", "lg_value", "lg_created_at", "lg_ttl"
+"""The metadata keys of an item's key, value, creation time and time to live (minutes)."""
 
 
 def to_namespace(labels: tuple[str, ...], prefix: str = DEFAULT_PREFIX) -> str:
@@ -107,13 +116,15 @@ class RetainStore(BaseStore):
             indexed; default the whole value).
         prefix: the retain namespace prefix of the store's namespaces.
         actor: the actor of every write (audited).
+        ttl: LangGraph's TTL config: ``default_ttl`` (minutes) for puts that give none,
+            ``refresh_on_read`` (default True) for reads that do not say.
 
     Raises:
         InvalidInput: ``memory`` is not a Memory, or supersedes or merges records (which would retire
             one key's item when another key's value reads like a correction of it).
     """
 
-    supports_ttl: bool = False
+    supports_ttl: bool = True
 
     def __init__(
         self,
@@ -122,6 +133,7 @@ class RetainStore(BaseStore):
         index: Mapping[str, Any] | None = None,
         prefix: str = DEFAULT_PREFIX,
         actor: str = "agent",
+        ttl: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(memory, Memory):
             raise InvalidInput(f"memory: a retain Memory, got {type(memory).__name__}")
@@ -133,6 +145,7 @@ class RetainStore(BaseStore):
         self.memory = memory
         self.prefix = prefix
         self.actor = actor
+        self.ttl_config = None if ttl is None else dict(ttl)  # type: ignore[assignment]
         fields = list((index or {}).get("fields") or ["$"])
         self._fields = [(f, tokenize_path(f) if f != "$" else f) for f in fields]
         self._lock = threading.Lock()
@@ -153,6 +166,8 @@ class RetainStore(BaseStore):
             for op in ops:
                 if isinstance(op, GetOp):
                     record = self._current(to_namespace(op.namespace, self.prefix), op.key)
+                    if record is not None and op.refresh_ttl:
+                        record = self._refresh(record)
                     results.append(None if record is None else self._item(record, op.namespace))
                 elif isinstance(op, SearchOp):
                     results.append(self._search(op))
@@ -220,6 +235,8 @@ class RetainStore(BaseStore):
         else:
             scored.sort(key=lambda s: (str(s[1].metadata[CREATED]), s[1].id))
         page = scored[op.offset : op.offset + op.limit]
+        if op.refresh_ttl:
+            page = [(score, self._refresh(record), labels) for score, record, labels in page]
         return [self._search_item(record, labels, score) for score, record, labels in page]
 
     def _search_item(self, record: MemoryRecord, labels: tuple[str, ...], score: float | None) -> SearchItem:
@@ -257,11 +274,40 @@ class RetainStore(BaseStore):
         value = dict(op.value)
         content = self._content(op.key, value, op.index)
         created = existing.metadata[CREATED] if existing is not None else utcnow().isoformat()
-        metadata = {KEY: op.key, VALUE: value, CREATED: created}
+        metadata: dict[str, Any] = {KEY: op.key, VALUE: value, CREATED: created}
+        if op.ttl is not None:
+            metadata = {**_expiring(op.ttl), **metadata}
         if existing is None:
             self.memory.add(content, namespace=namespace, segment=op.key, metadata=metadata, actor=self.actor)
         else:
             self.memory.update(existing.id, content, namespace=namespace, actor=self.actor, metadata=metadata)
+
+    def _refresh(self, record: MemoryRecord) -> MemoryRecord:
+        """``record`` with its expiry pushed to now + its TTL, written in place and audited; the
+        record as read when it has no TTL or another writer changed it meanwhile."""
+        minutes = record.metadata.get(TTL)
+        if not isinstance(minutes, int | float) or isinstance(minutes, bool):
+            return record
+        refreshed = record.evolve(metadata={**record.metadata, **_expiring(minutes)})
+        entry = AuditEntry(
+            record.namespace,
+            "refresh_ttl",
+            record.id,
+            self.actor,
+            "langgraph read",
+            details={EXPIRES_AT_KEY: refreshed.metadata[EXPIRES_AT_KEY]},
+        )
+        try:
+            self.memory.store.batch(
+                [
+                    RequireUnchanged(record.namespace, record.id, record.tier, None),
+                    PutRecords((refreshed,)),
+                    AppendAudit(entry),
+                ]
+            )
+        except WriteConflict:
+            return record
+        return refreshed
 
     def _content(self, key: str, value: dict[str, Any], index: Any) -> str:
         """The text indexed for ``value``: the texts at the index fields (``index`` when a list, else
@@ -277,6 +323,17 @@ class RetainStore(BaseStore):
                 texts += [t for t in get_text_at_path(value, path) if t]
         text = "\n".join(texts).strip() or key
         return text[: self.memory.config.max_record_chars]
+
+
+def _expiring(minutes: float) -> dict[str, Any]:
+    """The metadata of an item expiring ``minutes`` from now (LangGraph's TTL unit).
+
+    Raises:
+        InvalidInput: ``minutes`` not a positive finite number (at most about 100 years).
+    """
+    if isinstance(minutes, bool) or not isinstance(minutes, int | float):
+        raise InvalidInput(f"ttl: minutes, a number, got {minutes!r}")
+    return {**(with_expiry(None, minutes * 60.0, None) or {}), TTL: minutes}
 
 
 def _conditions(filter: Mapping[str, Any]) -> dict[str, Any]:

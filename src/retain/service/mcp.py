@@ -3,7 +3,9 @@ official MCP Python SDK (``mcp.server.MCPServer``; the ``mcp`` extra).
 
 Tools: ``remember`` (text, type?, metadata?, ttl?), ``recall`` (query, state?, k?, where?),
 ``context`` (query, budget_tokens, state?), ``forget`` (id or query, under the trust rules),
-``explain`` (a context's provenance id). Every tool takes an optional ``namespace``; the server's
+``explain`` (a context's provenance id), ``conflicts`` (list the open conflicts; with ``resolve``
+and ``keep``, close one: needs write, and retiring a protected record needs a trusted actor).
+Every tool takes an optional ``namespace``; the server's
 :class:`ServerScope` names the default namespace and the principal every call runs as
 (``Memory.as_actor``: the rights model of :mod:`retain.safety.access` checks each call, and a
 refusal is audited and returned as a tool error). Bad arguments (a missing one, a
@@ -19,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -33,8 +35,10 @@ from retain.memory import Memory
 from retain.record import MemoryRecord, validate_namespace
 from retain.retrieval.fusion import Hit
 from retain.safety.access import Grant, Principal, Role
+from retain.safety.conflicts import Conflict
+from retain.safety.redaction import redact_record
 
-__all__ = ["DEFAULT_ACTOR", "MAX_RECALL", "ServerScope", "build_server", "hit_dict"]
+__all__ = ["DEFAULT_ACTOR", "MAX_RECALL", "ServerScope", "build_server", "conflict_summary", "hit_dict"]
 
 DEFAULT_ACTOR = "agent"
 """The actor of the server's calls when none is configured: untrusted, so ``forget`` keeps protected
@@ -145,7 +149,8 @@ def build_server(memory: Memory, scope: ServerScope, *, name: str = "retain") ->
         instructions=(
             f"Long-term memory for this agent ({where}). remember stores a fact, preference, constraint or "
             "observation; recall searches it; context packs the relevant memories into a prompt within a token "
-            "budget; explain shows why a packed context holds what it holds; forget removes a memory."
+            "budget; explain shows why a packed context holds what it holds; forget removes a memory; conflicts "
+            "lists contradictions retain did not settle on its own (ask the user its question) and resolves one."
         ),
     )
     limiter = anyio.CapacityLimiter(1)
@@ -159,6 +164,7 @@ def build_server(memory: Memory, scope: ServerScope, *, name: str = "retain") ->
 
     _add_write_tools(server, view, scope, run)
     _add_read_tools(server, view, scope, run)
+    _add_conflicts_tool(server, view, scope, run)
     return server
 
 
@@ -255,3 +261,49 @@ def _add_read_tools(server: MCPServer, memory: ActorMemory, scope: ServerScope, 
         provenance = await run(lambda: memory.explain(provenance_id, namespace=ns))
         body: dict[str, Any] = json.loads(json.dumps(provenance.to_dict(), default=str))
         return body
+
+
+def conflict_summary(conflict: Conflict) -> dict[str, Any]:
+    """One conflict as JSON-ready fields: id (what ``resolve`` takes), status, resolution, the
+    clarifying question, the actor that wrote the newer record, the reason, the model's probability
+    (0..1, higher = more likely the newer record replaces the older) and both records (redacted)."""
+    new, old = redact_record(conflict.new).record, redact_record(conflict.old).record
+    return {
+        "id": conflict.id,
+        "status": conflict.status,
+        "resolution": conflict.resolution,
+        "question": f'Which holds now: "{old.content}" or "{new.content}" (from {conflict.actor})?',
+        "actor": conflict.actor,
+        "reason": conflict.reason,
+        "probability": conflict.probability,
+        "new": _record_dict(new),
+        "old": _record_dict(old),
+    }
+
+
+def _add_conflicts_tool(server: MCPServer, memory: ActorMemory, scope: ServerScope, run: _Run) -> None:
+    @server.tool()
+    async def conflicts(
+        resolve: Annotated[
+            str | None, Field(description="The id of an open conflict to close (from a listing); omit to list")
+        ] = None,
+        keep: Annotated[
+            Literal["new", "old", "both"] | None,
+            Field(description="With resolve: which record holds now: new, old, or both (no contradiction)"),
+        ] = None,
+        reason: Annotated[str, Field(description="Why (kept in the audit log)")] = "",
+        namespace: Namespace = None,
+    ) -> dict[str, Any]:
+        """List the open conflicts (two memories that contradict each other where retain retired
+        neither), each with a question to ask the user; or, with resolve and keep, close one: keeping
+        the new record retires the old one (a protected record only for a trusted actor)."""
+        ns = _namespace(scope, namespace)
+        if resolve is None:
+            if keep is not None:
+                raise ToolError("InvalidInput: keep goes with resolve (the conflict id)")
+            found = await run(lambda: memory.conflicts(ns))
+            return {"namespace": ns, "conflicts": [conflict_summary(c) for c in found]}
+        if keep is None:
+            raise ToolError("InvalidInput: resolve needs keep: new, old or both")
+        closed = await run(lambda: memory.resolve_conflict(resolve, namespace=ns, keep=keep, reason=reason))
+        return {"namespace": ns, "resolved": conflict_summary(closed)}

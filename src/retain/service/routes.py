@@ -15,6 +15,8 @@ from fastapi import APIRouter, Query, Response
 from pydantic_core import to_json
 
 from retain.record import MemoryRecord
+from retain.safety.conflicts import Conflict
+from retain.safety.redaction import redact_record
 from retain.service.auth import ActorMemoryDep, PrincipalDep
 from retain.service.schemas import (
     ERROR_RESPONSES,
@@ -23,11 +25,12 @@ from retain.service.schemas import (
     ContextBody,
     FeedbackBody,
     ForgetBody,
+    ResolveBody,
     SearchBody,
     UpdateBody,
 )
 
-__all__ = ["router"]
+__all__ = ["conflict_dict", "router"]
 
 router = APIRouter(prefix="/v1", responses=ERROR_RESPONSES)
 
@@ -43,6 +46,15 @@ def _plain(value: Any) -> dict[str, Any]:
     """A result dataclass (reports) as a dict."""
     out: dict[str, Any] = dataclasses.asdict(value)
     return out
+
+
+def conflict_dict(conflict: Conflict) -> dict[str, Any]:
+    """A conflict as JSON, both records redacted (secrets and personal data as placeholders), as
+    search returns records by default."""
+    shown = dataclasses.replace(
+        conflict, new=redact_record(conflict.new).record, old=redact_record(conflict.old).record
+    )
+    return shown.to_dict()
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -187,3 +199,18 @@ async def audit_verify(namespace: NamespaceQ, mem: ActorMemoryDep) -> Response:
 @router.get("/budget", summary="The budget report of a namespace (read); 400 when the server has no budget")
 async def budget(namespace: NamespaceQ, mem: ActorMemoryDep) -> Response:
     return _json(_plain(await mem.retention_report(namespace)))
+
+
+@router.get("/conflicts", summary="Open conflicts of a namespace, oldest first (read)")
+async def conflicts(namespace: NamespaceQ, mem: ActorMemoryDep, include_resolved: bool = False) -> Response:
+    found = await mem.conflicts(namespace, include_resolved=include_resolved)
+    return _json({"conflicts": [conflict_dict(c) for c in found]})
+
+
+@router.post(
+    "/conflicts/{id}/resolve",
+    summary="Close an open conflict keeping new, old or both (write; audited); 404 when absent",
+)
+async def resolve_conflict(id: Id, body: ResolveBody, mem: ActorMemoryDep) -> Response:
+    closed = await mem.resolve_conflict(id, namespace=body.namespace, keep=body.keep, reason=body.reason)
+    return _json(conflict_dict(closed))

@@ -8,7 +8,7 @@ with an offset; ``state`` is the agent state as a JSON object (``phase``, ``subg
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +22,7 @@ __all__ = [
     "FeedbackBody",
     "ForgetBody",
     "MemoryItem",
+    "ResolveBody",
     "SearchBody",
     "UpdateBody",
 ]
@@ -149,6 +150,17 @@ class FeedbackBody(_Body):
 
     namespace: str = Namespace
     used: bool
+
+
+class ResolveBody(_Body):
+    """``POST /v1/conflicts/{id}/resolve``: close an open conflict (``<new id>:<old id>``)."""
+
+    namespace: str = Namespace
+    keep: Literal["new", "old", "both"] = Field(
+        description="new: the newer record supersedes the older; old: the older stays current truth; both: no "
+        "contradiction after all."
+    )
+    reason: str = Field(default="", max_length=2000, description="Why (kept in the audit log, redacted).")
 
 
 class ErrorDetail(BaseModel):
