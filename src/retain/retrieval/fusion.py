@@ -12,8 +12,9 @@ The hybrid pipeline (run by :meth:`retain.Memory.search`):
    fusion: logistic regression over per-candidate features (:func:`fusion_features`) fitted on the
    LoCoMo dev conversations (``retain train-fusion``); the shipped weights live in
    ``retain/models/fusion.json``.
-4. **Threshold and diversity.** Optional minimum fused score; optional maximal marginal relevance
-   re-ranking (Carbonell & Goldstein 1998).
+4. **Calibration, threshold and diversity.** Every candidate gets a calibrated relevance in [0, 1]
+   (:mod:`retain.retrieval.calibration`, the same scale in every preset); optional minimum
+   relevance; optional maximal marginal relevance re-ranking (Carbonell & Goldstein 1998).
 
 Every score here is "higher = more relevant".
 """
@@ -92,7 +93,10 @@ class SearchConfig:
         candidates: top-N taken from each channel before fusion.
         neighbors: add the stream neighbours of each candidate to the pool.
         rrf_k: the k constant of RRF (60 in the original paper).
-        threshold: drop hits whose fused score is below this (None = keep all).
+        threshold: drop hits whose calibrated relevance (``Hit.relevance``, in [0, 1], the same
+            scale in every preset: :mod:`retain.retrieval.calibration`) is below this (None = keep
+            all). :data:`~retain.retrieval.calibration.NOTHING_RELEVANT` (0.05) returns [] for a
+            query about nothing stored.
         mmr_lambda: if set (0..1), re-rank the top with MMR; 1 = pure relevance, 0 = pure novelty.
         relation_candidates: with the learned fusion, when the query names speakers of the pool, the
             top-N by cosine to :func:`relation_query` (the query without those names) join the pool
@@ -134,8 +138,13 @@ class Hit:
 
     Attributes:
         record: the memory.
-        score: fused score (higher = more relevant); for the learned fusion, a probability in [0, 1].
+        score: the ranking score (higher = more relevant); its scale depends on the preset (for the
+            learned fusion a probability, for RRF a reciprocal-rank sum): rank by it, never threshold it.
         rank: 1-based position.
+        relevance: calibrated probability in [0, 1] that the hit is relevant to the query, the same
+            function of the (query, record) pair in every preset (:mod:`retain.retrieval.calibration`):
+            0.3 means that about 30% of hits scored near 0.3 were relevant on held-out LoCoMo
+            conversations. ``threshold=`` applies to it. Also ``scores["relevance"]``.
         scores: breakdown: ``bm25`` (raw BM25, 0 when not matched), ``dense`` (cosine),
             ``rrf`` (reciprocal rank fusion), ``fused`` (the final score), and ``neighbor`` when the
             hit entered the pool as a neighbour of another candidate.
@@ -158,6 +167,7 @@ class Hit:
     via: str | None = None
     window: tuple[MemoryRecord, ...] = ()
     conflicts_with: tuple[str, ...] = ()
+    relevance: float = 0.0
 
     @property
     def superseded_by(self) -> str | None:
@@ -172,7 +182,13 @@ class Hit:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (record without embedding; ``via_edge``/``via`` and ``window`` only when set)."""
-        out = {"rank": self.rank, "score": self.score, "scores": dict(self.scores), "record": self.record.to_dict()}
+        out = {
+            "rank": self.rank,
+            "score": self.score,
+            "relevance": self.relevance,
+            "scores": dict(self.scores),
+            "record": self.record.to_dict(),
+        }
         if self.via_edge is not None:
             out.update(via_edge=self.via_edge, via=self.via)
         if self.window:

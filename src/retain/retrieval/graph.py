@@ -346,9 +346,18 @@ def expand_hits(
         if record is None:
             continue
         shown = record if allow_raw else redact_record(record).record
-        breakdown = {"fused": score, "parent": parent.score, "expansion": decay * edge.weight}
+        relevance = parent.relevance * decay * edge.weight  # evidence borrowed from the parent, discounted
+        breakdown = {"fused": score, "parent": parent.score, "expansion": decay * edge.weight, "relevance": relevance}
         extra.append(
-            Hit(record=shown, score=score, rank=0, scores=breakdown, via_edge=edge.type.value, via=parent.record.id)
+            Hit(
+                record=shown,
+                score=score,
+                rank=0,
+                scores=breakdown,
+                via_edge=edge.type.value,
+                via=parent.record.id,
+                relevance=relevance,
+            )
         )
     merged = sorted([*hits, *extra], key=lambda h: -h.score)[:k]  # stable: ties keep hits first
     return [replace(h, rank=i) for i, h in enumerate(merged, start=1)]

@@ -349,18 +349,22 @@ def ranked_hits(
     boost: npt.NDArray[np.float64] | None = None,
     parts: Mapping[str, npt.NDArray[np.float64]] | None = None,
     allow_raw: bool = False,
+    relevance: npt.NDArray[np.float64] | None = None,
 ) -> list[Hit]:
     """The ``k`` best of the pool by its final ``scores`` ((n,) float64, higher = more relevant) as
-    hits, best first: those below ``cfg.threshold`` dropped, then, with ``cfg.mmr_lambda``, the best
-    max(3k, 30) re-ranked by MMR. Each hit's ``scores`` break its score down: ``bm25``, ``dense``,
-    ``rrf``, ``fused`` (the final score), ``neighbor`` (1 when it joined as a neighbour of a hit), ``time`` (the
-    non-zero time ``boost``) and the state scorer's ``parts``. Records are redacted copies
+    hits, best first: those whose calibrated ``relevance`` ((n,) float64 in [0, 1],
+    :func:`retain.retrieval.calibration.relevance`; None = all 0) is below ``cfg.threshold``
+    dropped, then, with ``cfg.mmr_lambda``, the best max(3k, 30) re-ranked by MMR. Each hit's
+    ``scores`` break its score down: ``bm25``, ``dense``, ``rrf``, ``fused`` (the final score),
+    ``relevance``, ``neighbor`` (1 when it joined as a neighbour of a hit), ``time`` (the non-zero
+    time ``boost``) and the state scorer's ``parts``. Records are redacted copies
     (:func:`~retain.safety.redaction.redact_record`) unless ``allow_raw``.
     """
     sam_parts = parts or {}
+    rel = np.zeros(len(scores)) if relevance is None else relevance
     ranking = np.argsort(-scores, kind="stable")
     if cfg.threshold is not None:
-        ranking = ranking[scores[ranking] >= cfg.threshold]
+        ranking = ranking[rel[ranking] >= cfg.threshold]
     if cfg.mmr_lambda is not None and len(ranking) > 0:
         head = ranking[: max(3 * k, 30)]
         vectors = np.stack([pool.vectors[i] for i in head])
@@ -373,6 +377,7 @@ def ranked_hits(
             "dense": float(pool.dense[i]),
             "rrf": float(pool.rrf[i]),
             "fused": float(scores[i]),
+            "relevance": float(rel[i]),
         }
         if pool.via_neighbor[i]:
             breakdown["neighbor"] = 1.0
@@ -380,7 +385,7 @@ def ranked_hits(
             breakdown["time"] = float(boost[i])
         breakdown.update({name: float(values[i]) for name, values in sam_parts.items()})
         record = pool.records[i] if allow_raw else redact_record(pool.records[i]).record
-        hits.append(Hit(record=record, score=float(scores[i]), rank=rank, scores=breakdown))
+        hits.append(Hit(record=record, score=float(scores[i]), rank=rank, scores=breakdown, relevance=float(rel[i])))
     return hits
 
 

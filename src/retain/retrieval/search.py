@@ -23,6 +23,7 @@ import numpy.typing as npt
 from retain.errors import InvalidInput
 from retain.ingest.draft import check_text
 from retain.record import MemoryType, Tier, caller_time, parse_tier, parse_type, utc, utcnow, validate_namespace
+from retain.retrieval.calibration import relevance
 from retain.retrieval.fusion import PRESETS, Fusion, Hit, LinearFusion, SearchConfig, SearchMode, SearchOrder
 from retain.retrieval.graph import check_expand, expand_hits
 from retain.retrieval.pool import Pool, candidates, ranked_hits, sam_inputs, state_pool
@@ -80,7 +81,10 @@ class SearchRequest:
     (:mod:`retain.store.where`): ``{"topic": "travel", "n": {"$gte": 3}}``; operators ``$eq``, ``$ne``,
     ``$gt``, ``$gte``, ``$lt``, ``$lte``, ``$in``. None = no condition."""
     threshold: float | None = None
-    """Overrides the config's relevance threshold."""
+    """Overrides the config's threshold on the calibrated relevance (``Hit.relevance``, [0, 1], the
+    same scale in every preset, :mod:`retain.retrieval.calibration`); None = keep all.
+    :data:`~retain.retrieval.calibration.NOTHING_RELEVANT` (0.05) returns [] for a query about
+    nothing stored, at a cost in recall (``docs/benchmarks.md#calibrated-relevance``)."""
     mmr_lambda: float | None = None
     """Overrides the config's MMR trade-off."""
     state: AgentState | Mapping[str, Any] | None = None
@@ -292,7 +296,18 @@ def _rank(
         stale = stale_rows(request.state.constraints, pool.records)
         if stale:
             scores, sam_parts["stale"] = demote_stale(scores, stale)
-    return ranked_hits(pool, scores, cfg, request.k, boost=boost, parts=sam_parts, allow_raw=allow_raw)
+    rel = _relevance(core, pool, cfg)
+    return ranked_hits(pool, scores, cfg, request.k, boost=boost, parts=sam_parts, allow_raw=allow_raw, relevance=rel)
+
+
+def _relevance(core: Core, pool: Pool, cfg: SearchConfig) -> npt.NDArray[np.float64]:
+    """The calibrated relevance of the pool ((n,) in [0, 1]; :mod:`retain.retrieval.calibration`), the
+    last step of every preset. The lexical preset has no query embedding; the query is embedded here
+    (one encoder call) so that its relevance is the same number the other presets give."""
+    qvec = pool.query_vector
+    if qvec is None and cfg.mode is SearchMode.LEXICAL and core.store.supports_vector:
+        qvec = np.asarray(core.encoder.encode([pool.query]))[0]
+    return relevance(pool.records, pool.terms, qvec, core.encoder.name)
 
 
 def fuse(fusion: LinearFusion, pool: Pool, cfg: SearchConfig) -> npt.NDArray[np.float64]:
