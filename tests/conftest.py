@@ -18,6 +18,7 @@ from retain.encoders.basis import HashingEncoder
 from retain.memory import Memory
 from retain.store import SQLiteStore, Store
 from retain.store.postgres import PostgresStore
+from retain.store.sqlite_ann import AnnConfig
 
 StoreFactory = Callable[[Path], Store]
 
@@ -32,6 +33,12 @@ def _sqlite_file(tmp_path: Path) -> Store:
     return SQLiteStore(tmp_path / "retain.db", create_dirs=True)  # fixtures pass folders not made yet
 
 
+def _sqlite_ann(tmp_path: Path) -> Store:
+    """A file store whose every namespace of 2 records or more gets an HNSW graph (built in the
+    background: a test sees the exact scan, then the graph)."""
+    return SQLiteStore(tmp_path / "retain.db", create_dirs=True, ann=AnnConfig(min_records=2))
+
+
 def _postgres(tmp_path: Path) -> Store:
     """A store in a fresh schema of the test Postgres server (started once per test session)."""
     return PostgresStore(postgres_url(), schema=f"t_{uuid.uuid4().hex}")
@@ -40,6 +47,7 @@ def _postgres(tmp_path: Path) -> Store:
 BACKENDS = [
     pytest.param(_sqlite_memory, id="sqlite-memory"),
     pytest.param(_sqlite_file, id="sqlite-file"),
+    pytest.param(_sqlite_ann, id="sqlite-ann"),
     pytest.param(_postgres, id="postgres"),
 ]
 

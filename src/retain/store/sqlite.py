@@ -40,10 +40,12 @@ from retain.errors import InvalidInput, SchemaError
 from retain.record import MemoryRecord, Tier, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
+from retain.store.sqlite_ann import AnnConfig, AnnSet, bump_epoch
 from retain.store.sqlite_audit import append_audit, get_provenance, put_provenance, read_audit, read_audit_raw
 from retain.store.sqlite_browse import audit_histogram, namespace_stats, page_ids, query_audit
 from retain.store.sqlite_edges import list_edges, purge_edges, put_edges
 from retain.store.sqlite_index import NamespaceIndex, build_index, nearest
+from retain.store.sqlite_lexical import lexical_search
 from retain.store.sqlite_rows import COLUMNS, ORDERS, filter_sql, record_values, row_to_record, same_content
 from retain.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, check_folder, split_sql
 from retain.text.lexical import index_terms
@@ -78,6 +80,9 @@ class SQLiteStore(Store):
             refused, ``create_dirs`` or not, rather than a folder named ``~`` made here).
         create_dirs: create the missing folders of ``path`` first (``mkdir -p``). Default False: a
             missing folder is refused, so a typo in a path does not quietly start a new store.
+        ann: the HNSW channel of large namespaces (:class:`~retain.store.sqlite_ann.AnnConfig`;
+            graphs in ``<path>.ann/``), or None for the exact scan at every size. A file database
+            only: ``":memory:"`` always scans exactly. With it, :attr:`supports_ann` is True.
 
     Call :meth:`setup` once before use (``retain.Memory`` does it for you).
 
@@ -95,7 +100,9 @@ class SQLiteStore(Store):
     supports_raw_audit = True
     supports_browse = True
 
-    def __init__(self, path: str | Path = ":memory:", *, create_dirs: bool = False) -> None:
+    def __init__(
+        self, path: str | Path = ":memory:", *, create_dirs: bool = False, ann: AnnConfig | None = AnnConfig()
+    ) -> None:
         if not isinstance(create_dirs, bool):
             raise InvalidInput(f"create_dirs: must be a bool, got {create_dirs!r}")
         # str() of bytes is "b'x.db'" (a file of that name); "" is a temporary database; a NUL fails in os.stat
@@ -120,6 +127,12 @@ class SQLiteStore(Store):
         self._records: dict[str, dict[str, MemoryRecord]] = {}
         self._data_version: int | None = None
         self._ready = False
+        if ann is not None and not isinstance(ann, AnnConfig):
+            raise InvalidInput(f"ann: must be an AnnConfig or None, got {type(ann).__name__}")
+        self._ann = None if ann is None or self._path == ":memory:" else AnnSet(self._path, ann, self._lock)
+        self.supports_ann = self._ann is not None
+        self._large: dict[str, bool] = {}
+        self._ann_changes: dict[str, tuple[set[int], set[int]]] = {}
 
     @property
     def location(self) -> str:
@@ -188,6 +201,8 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         with self._lock:
+            if self._ann is not None and self._ready:
+                self._ann.close()
             self._conn.close()
             self._drop_caches()
             self._ready = False
@@ -208,13 +223,18 @@ class SQLiteStore(Store):
                 # Inside the transaction: a commit by another connection just before BEGIN is seen here,
                 # so no op of this batch reads a cached record older than the transaction's snapshot.
                 self._check_external_changes()
+                self._ann_changes = {}
                 results = [self._run(op) for op in ops]
+                epochs = {ns: bump_epoch(self._conn, ns) for ns in self._ann_changes}
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 if writes:
                     self._drop_caches()
                 raise
+            if self._ann is not None:
+                for ns, (added, removed) in self._ann_changes.items():
+                    self._ann.committed(ns, epochs[ns], added, removed)
             if writes:
                 self._data_version = self._read_data_version()
             purged = any(isinstance(op, (store_ops.DeleteRecords, store_ops.DeleteNamespace)) for op in ops)
@@ -241,6 +261,34 @@ class SQLiteStore(Store):
     def _drop_caches(self) -> None:
         self._cache.clear()
         self._records.clear()
+        self._large.clear()
+
+    def _changed(self, namespace: str) -> tuple[set[int], set[int]]:
+        """The rowids this transaction wrote (added, removed) in ``namespace``, for its HNSW graph."""
+        self._large.pop(namespace, None)
+        return self._ann_changes.setdefault(namespace, (set(), set()))
+
+    def _is_large(self, namespace: str) -> bool:
+        """Whether ``namespace`` is past the HNSW threshold (a bounded count: at most that many index
+        entries read, never the whole namespace); always False without the HNSW channel."""
+        if self._ann is None:
+            return False
+        known = self._large.get(namespace)
+        if known is None:
+            if self._ann.active(namespace):
+                known = True
+            else:
+                bound = self._ann.config.min_records
+                sql = "SELECT COUNT(*) FROM (SELECT 1 FROM records WHERE namespace = ? LIMIT ?)"
+                known = int(self._conn.execute(sql, (namespace, bound)).fetchone()[0]) >= bound
+            self._large[namespace] = known
+        return known
+
+    def wait_for_index(self, timeout: float | None = None) -> None:
+        """Wait for the HNSW graphs being built in the background (benchmarks and tests; searches
+        never wait: they scan exactly until a graph is ready)."""
+        if self._ann is not None:
+            self._ann.wait(timeout)
 
     def _checkpoint(self) -> None:
         """Fold the WAL back so purged content does not linger in it (best effort)."""
@@ -272,6 +320,8 @@ class SQLiteStore(Store):
                 self._conn.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
             lex = " ".join(index_terms(search_text(rec)))
             self._conn.execute("INSERT INTO records_fts (rowid, lex) VALUES (?, ?)", (rowid, lex))
+            added, removed = self._changed(rec.namespace)
+            (added if rec.embedding is not None else removed).add(int(rowid or 0))
             written.setdefault(rec.namespace, []).append((rec, row is None))
             self._records.get(rec.namespace, {}).pop(rec.id, None)
         for namespace, writes in written.items():  # cached indexes follow the write (a rollback drops them)
@@ -344,7 +394,7 @@ class SQLiteStore(Store):
         order = ORDERS.get(op.order)
         if order is None:
             raise InvalidInput(f"order: {op.order!r} is not one of created, seq, event, recent")
-        index = self._cache.get(op.namespace)
+        index = None if self._is_large(op.namespace) else self._cache.get(op.namespace)
         if (
             index is not None and op.order in ("created", "recent") and op.filter.where is None
         ):  # write order is the index's row order
@@ -353,7 +403,12 @@ class SQLiteStore(Store):
                 rows = rows[::-1]
             return [str(i) for i in index.ids[rows[: op.limit]]]
         where, params = filter_sql(op.namespace, self._live(op.namespace, op.filter))
-        sql = f"SELECT id FROM records WHERE {where} ORDER BY {order}"
+        table = "records"
+        if op.limit is not None and op.order in ("created", "recent") and op.filter.seqs is None:
+            # walk the namespace in rowid order and stop at the limit (the planner would sort every
+            # row the tier index finds: the whole namespace for the hot tiers)
+            table = "records INDEXED BY records_ns"
+        sql = f"SELECT id FROM {table} WHERE {where} ORDER BY {order}"
         if op.limit is not None:
             sql += f" LIMIT {int(op.limit)}"
         return [r[0] for r in self._conn.execute(sql, params).fetchall()]
@@ -361,7 +416,7 @@ class SQLiteStore(Store):
     def _live(self, namespace: str, flt: RecordFilter) -> RecordFilter:
         """``flt`` without ``live_at`` when no record of ``namespace`` expires (the namespace index
         knows): the expiry test then costs no JSON parse per row."""
-        if flt.live_at is None:
+        if flt.live_at is None or self._is_large(namespace):
             return flt
         index = self._index(namespace)
         return flt if index is not None and index.expiring else replace(flt, live_at=None)
@@ -371,17 +426,8 @@ class SQLiteStore(Store):
         return int(self._conn.execute(f"SELECT COUNT(*) FROM records WHERE {where}", params).fetchone()[0])
 
     def _lexical(self, op: store_ops.LexicalSearch) -> list[store_ops.ScoredId]:
-        terms = [t for t in op.terms if t]
-        if not terms:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        where, params = filter_sql(op.namespace, self._live(op.namespace, op.filter), alias="r.")
-        rows = self._conn.execute(
-            "SELECT r.id, bm25(records_fts) AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
-            f"WHERE records_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
-            (match, *params, int(op.limit)),
-        ).fetchall()
-        return [store_ops.ScoredId(r[0], -float(r[1])) for r in rows]
+        large = self._is_large(op.namespace)
+        return lexical_search(self._conn, op, self._live(op.namespace, op.filter), large)
 
     def _vector(self, op: store_ops.VectorSearch) -> list[store_ops.ScoredId]:
         query = np.asarray(op.vector, dtype=np.float32).reshape(1, -1)
@@ -394,6 +440,8 @@ class SQLiteStore(Store):
         queries = np.asarray(op.vectors, dtype=np.float32)
         if queries.ndim != 2:
             raise InvalidInput(f"vectors: expected a (p, d) matrix, got shape {queries.shape}")
+        if self._is_large(op.namespace):
+            return self._vectors(op.namespace, queries, op.filter, op.limit)
         index = self._index(op.namespace)
         if index is None:
             return [[] for _ in queries]
@@ -416,7 +464,13 @@ class SQLiteStore(Store):
     def _vectors(
         self, namespace: str, queries: npt.NDArray[np.float32], flt: RecordFilter, limit: int
     ) -> list[list[store_ops.ScoredId]]:
-        """Exact cosine top-``limit`` for each row of ``queries`` ((p, d) float32); see :func:`nearest`."""
+        """Cosine top-``limit`` for each row of ``queries`` ((p, d) float32): from the namespace's HNSW
+        graph when it has one (:mod:`~retain.store.sqlite_ann`), else exact (:func:`nearest`)."""
+        if self._ann is not None and self._is_large(namespace):
+            found = self._ann.answer(self._conn, namespace, queries, flt, limit)
+            if found is not None:
+                self._cache.pop(namespace, None)  # the graph answers: no matrix of the namespace held
+                return found
         index = self._index(namespace)
         if index is None:
             return [[] for _ in range(queries.shape[0])]
@@ -467,6 +521,7 @@ class SQLiteStore(Store):
             self._conn.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
         self._cache.pop(namespace, None)
         self._records.pop(namespace, None)
+        self._changed(namespace)[1].update(rowids)
         return len(rowids)
 
     def _namespaces(self, op: store_ops.ListNamespaces) -> list[str]:

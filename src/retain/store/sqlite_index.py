@@ -210,6 +210,17 @@ def build_index(conn: sqlite3.Connection, namespace: str) -> NamespaceIndex | No
     )
 
 
+def _top(row: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """Positions of the ``k`` highest of ``row``, best first, ties in row (write) order: the same
+    answer as a stable sort, which runs only when ties straddle the cut."""
+    top = np.argpartition(-row, k - 1)[:k]
+    top = top[np.lexsort((top, -row[top]))]
+    cut = row[top[-1]]
+    if int(np.count_nonzero(row == cut)) > int(np.count_nonzero(row[top] == cut)):
+        top = np.argsort(-row, kind="stable")[:k]
+    return top
+
+
 def nearest(
     index: NamespaceIndex,
     queries: npt.NDArray[np.float32],
@@ -245,7 +256,6 @@ def nearest(
     k = min(int(limit), keep.size)
     out = []
     for row in scores:
-        top = np.argpartition(-row, k - 1)[:k]
-        top = top[np.argsort(-row[top], kind="stable")]
+        top = _top(row, k)
         out.append([ScoredId(str(index.ids[keep[i]]), float(row[i])) for i in top])
     return out

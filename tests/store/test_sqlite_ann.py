@@ -1,0 +1,179 @@
+"""The SQLite store's HNSW channel (retain.store.sqlite_ann): used above its threshold only, one graph
+per namespace, kept up to date by local writes, persisted beside the file, and rebuilt (with exact
+answers meanwhile) when stale, deleted or corrupted."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retain.record import MemoryRecord, Tier, new_id
+from retain.store import SQLiteStore
+from retain.store.filters import RecordFilter
+from retain.store.sqlite_ann import AnnConfig
+
+DIM = 32
+CONFIG = AnnConfig(min_records=300, candidates=50)
+
+
+def _records(n: int, namespace: str, seed: int) -> list[MemoryRecord]:
+    rng = np.random.default_rng(seed)
+    vecs = rng.standard_normal((n, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return [
+        MemoryRecord(id=new_id(), namespace=namespace, content=f"note {i} {namespace}", embedding=v, encoder="t")
+        for i, v in enumerate(vecs)
+    ]
+
+
+def _exact(records: list[MemoryRecord], query: np.ndarray, k: int) -> list[str]:
+    matrix = np.stack([np.asarray(r.embedding) for r in records])
+    order = np.argsort(-(matrix @ query), kind="stable")[:k]
+    return [records[i].id for i in order]
+
+
+def _open(path: Path) -> SQLiteStore:
+    store = SQLiteStore(path, ann=CONFIG)
+    store.setup()
+    return store
+
+
+def _query(seed: int) -> np.ndarray:
+    q = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return q / np.linalg.norm(q)
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> tuple[SQLiteStore, list[MemoryRecord]]:
+    store = _open(tmp_path / "m.db")
+    recs = _records(1000, "big", 1)
+    store.put(recs)
+    store.search_vector("big", _query(0), limit=10)  # past the threshold: starts the build
+    store.wait_for_index()
+    store.search_vector("big", _query(0), limit=10)  # installs it
+    assert store._ann is not None and store._ann._graphs.get("big") is not None
+    return store, recs
+
+
+def test_below_the_threshold_no_graph_is_made(tmp_path: Path) -> None:
+    store = _open(tmp_path / "m.db")
+    recs = _records(CONFIG.min_records - 1, "small", 2)
+    store.put(recs)
+    q = _query(3)
+    assert [h.id for h in store.search_vector("small", q, limit=10)] == _exact(recs, q, 10)
+    store.wait_for_index()
+    assert store._ann is not None and store._ann.rebuilds == 0
+    assert not (tmp_path / "m.db.ann").exists()
+    store.close()
+
+
+def test_the_graph_answers_with_high_recall_and_exact_scores(built: tuple[SQLiteStore, list[MemoryRecord]]) -> None:
+    store, recs = built
+    by_id = {r.id: r for r in recs}
+    recalls = []
+    for seed in range(20):
+        q = _query(100 + seed)
+        hits = store.search_vector("big", q, limit=10)
+        recalls.append(len({h.id for h in hits} & set(_exact(recs, q, 10))) / 10)
+        for h in hits:  # rescored by the stored float32 vector, not the int8 graph
+            assert h.score == pytest.approx(float(np.asarray(by_id[h.id].embedding) @ q), abs=1e-5)
+    assert np.mean(recalls) >= 0.95
+    store.close()
+
+
+def test_a_graph_never_crosses_namespaces(built: tuple[SQLiteStore, list[MemoryRecord]]) -> None:
+    store, recs = built
+    small = _records(5, "small", 4)
+    store.put(small)
+    q = np.asarray(recs[0].embedding, dtype=np.float32)  # the big namespace's own vector
+    assert {h.id for h in store.search_vector("small", q, limit=10)} == {r.id for r in small}
+    assert {h.id for h in store.search_vector("big", q, limit=10)} <= {r.id for r in recs}
+    assert store.search_vector("empty", q, limit=10) == []
+    store.close()
+
+
+def test_local_writes_update_the_graph_without_a_rebuild(built: tuple[SQLiteStore, list[MemoryRecord]]) -> None:
+    store, recs = built
+    assert store._ann is not None
+    q = _query(7)
+    new = MemoryRecord(id=new_id(), namespace="big", content="new", embedding=q, encoder="t")
+    store.put([new])
+    assert store.search_vector("big", q, limit=3)[0].id == new.id
+    top = store.search_vector("big", q, limit=3)[1].id
+    store.delete("big", [top])
+    assert top not in {h.id for h in store.search_vector("big", q, limit=20)}
+    moved = replace(recs[5], embedding=-q)  # updated in place: found where it now is
+    store.put([moved])
+    assert store.search_vector("big", -q, limit=1)[0].id == moved.id
+    hot = store.search_vector("big", q, limit=5, filter=RecordFilter(tiers=(Tier.ARCHIVE,)))
+    assert hot == []  # the filter applies to the graph's candidates
+    assert store._ann.rebuilds == 1
+    store.close()
+
+
+Built = tuple[SQLiteStore, list[MemoryRecord]]
+
+
+def test_the_graph_is_persisted_and_mapped_on_open(built: Built, tmp_path: Path) -> None:
+    store, _ = built
+    q = _query(8)
+    new = MemoryRecord(id=new_id(), namespace="big", content="new", embedding=q, encoder="t")
+    store.put([new])
+    store.search_vector("big", q, limit=1)
+    store.close()  # saves the graph with the write applied
+    again = _open(tmp_path / "m.db")
+    assert again.search_vector("big", q, limit=1)[0].id == new.id
+    assert again._ann is not None and again._ann.rebuilds == 0 and again._ann._graphs["big"].view
+    again.close()
+
+
+@pytest.mark.parametrize("damage", ["delete", "corrupt", "truncate"])
+def test_a_damaged_graph_file_is_rebuilt_while_searches_stay_exact(
+    built: tuple[SQLiteStore, list[MemoryRecord]], tmp_path: Path, damage: str
+) -> None:
+    store, recs = built
+    store.close()
+    (graph_file,) = (tmp_path / "m.db.ann").glob("*.usearch")
+    if damage == "delete":
+        graph_file.unlink()
+    elif damage == "corrupt":
+        data = bytearray(graph_file.read_bytes())
+        data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+        graph_file.write_bytes(bytes(data))
+    else:
+        graph_file.write_bytes(graph_file.read_bytes()[:100])
+    again = _open(tmp_path / "m.db")
+    assert again._ann is not None
+    for seed in range(5):  # exact while the graph is rebuilt
+        q = _query(200 + seed)
+        assert [h.id for h in again.search_vector("big", q, limit=10)] == _exact(recs, q, 10)
+    assert again._ann.rebuilds == 1
+    again.wait_for_index()
+    again.search_vector("big", _query(0), limit=10)
+    assert again._ann._graphs.get("big") is not None
+    again.close()
+
+
+def test_another_connections_write_makes_the_graph_stale(built: Built, tmp_path: Path) -> None:
+    store, recs = built
+    other = _open(tmp_path / "m.db")
+    q = _query(9)
+    new = MemoryRecord(id=new_id(), namespace="big", content="new", embedding=q, encoder="t")
+    other.put([new])
+    hits = store.search_vector("big", q, limit=10)
+    assert [h.id for h in hits] == _exact([*recs, new], q, 10)  # exact: the graph is stale
+    assert store._ann is not None and store._ann.rebuilds == 2
+    store.wait_for_index()
+    assert store.search_vector("big", q, limit=1)[0].id == new.id
+    other.close()
+    store.close()
+
+
+def test_the_in_memory_store_always_scans_exactly() -> None:
+    store = SQLiteStore(":memory:", ann=CONFIG)
+    store.setup()
+    assert not store.supports_ann
+    store.close()
