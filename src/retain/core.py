@@ -22,7 +22,7 @@ from retain.config import MemoryConfig
 from retain.encoders.basis import Encoder
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, Tier, search_text, validate_namespace
-from retain.retention.budget import Budget, BudgetDecision, HotSet, eviction_entries, is_mandatory
+from retain.retention.budget import Budget, BudgetDecision, HotSet, entry_order, eviction_entries, is_mandatory
 from retain.retrieval.fusion import LinearFusion
 from retain.safety.observe import observed, offered
 from retain.state.agent import StateEncoder
@@ -64,6 +64,8 @@ class Core:
         state_scorer: StateScorer | bool | None = None,
     ) -> None:
         self.store = store
+        if config.audit_key is not None:  # every entry this memory appends is chained under the key
+            store.audit_key = config.audit_key
         self.encoder = encoder
         self.config = config
         self.budget = budget
@@ -211,7 +213,7 @@ class Core:
         hot = HotSet(self.budget, self.encoder.dim)
         evicted: list[int] = []
         listed = self.store.list_records(namespace, RecordFilter(), order="created")
-        current = [r for r in listed if r.id not in exclude]
+        current = entry_order(self.store, namespace, [r for r in listed if r.id not in exclude])
         for i, rec in enumerate(current):
             evicted.extend(hot.offer(rec, at=float(i)))
         self._hot[namespace] = hot

@@ -251,6 +251,7 @@ class PostgresStore(Store):
             raise AssertionError("unreachable")  # pragma: no cover
 
     def _run(self, cur: Any, op: store_ops.Op) -> Any:
+        op = self.keyed(op)
         handler = _HANDLERS.get(type(op))
         if handler is not None:
             return handler.__get__(self)(cur, op)

@@ -39,7 +39,7 @@ def append_audit(cur: Any, op: store_ops.AppendAudit) -> int:
         "policy": entry.policy,
         "details": entry.details,
     }
-    digest = audit_hash(prev, fields)
+    digest = audit_hash(prev, fields, op.key)
     details = json.dumps(entry.details, ensure_ascii=False, sort_keys=True)
     seq = cur.execute(
         "INSERT INTO audit (ts, namespace, op, record_id, actor, reason, policy, details, prev_hash, hash) "
@@ -62,10 +62,16 @@ def append_audit(cur: Any, op: store_ops.AppendAudit) -> int:
 
 def read_audit(cur: Any, op: store_ops.ReadAudit) -> list[dict[str, Any]]:
     """Entries of one namespace (or all) in seq order, ``details`` parsed."""
-    sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit"
+    clauses: list[str] = []
     params: tuple[Any, ...] = ()
     if op.namespace is not None:
-        sql, params = sql + " WHERE namespace = %s", (op.namespace,)
+        clauses, params = ["namespace = %s"], (op.namespace,)
+    if op.record_ids is not None:
+        clauses.append("record_id = ANY(%s)")
+        params += (list(op.record_ids),)
+    sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit"
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
     sql += " ORDER BY seq"
     if op.limit is not None:
         sql += f" LIMIT {int(op.limit)}"

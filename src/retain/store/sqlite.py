@@ -223,6 +223,7 @@ class SQLiteStore(Store):
         return results
 
     def _run(self, op: store_ops.Op) -> Any:
+        op = self.keyed(op)
         on_connection = _CONNECTION_HANDLERS.get(type(op))
         if on_connection is not None:
             return on_connection(self._conn, op)

@@ -44,7 +44,7 @@ def append_audit(conn: sqlite3.Connection, op: AppendAudit) -> int:
         "policy": entry.policy,
         "details": json.loads(stored_details),
     }
-    digest = audit_hash(prev, fields)
+    digest = audit_hash(prev, fields, op.key)
     cur = conn.execute(
         "INSERT INTO audit (ts, namespace, op, record_id, actor, reason, policy, details, prev_hash, hash) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -66,11 +66,16 @@ def append_audit(conn: sqlite3.Connection, op: AppendAudit) -> int:
 
 def read_audit(conn: sqlite3.Connection, op: ReadAudit) -> list[dict[str, Any]]:
     """Entries of one namespace (or all) in seq order, ``details`` parsed (see :class:`ReadAudit`)."""
-    sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit"
+    clauses: list[str] = []
     params: tuple[Any, ...] = ()
     if op.namespace is not None:
-        sql += " WHERE namespace = ?"
-        params = (op.namespace,)
+        clauses, params = ["namespace = ?"], (op.namespace,)
+    if op.record_ids is not None:
+        clauses.append("record_id IN (SELECT value FROM json_each(?))")
+        params += (json.dumps(list(op.record_ids)),)
+    sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit"
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
     sql += " ORDER BY seq"
     if op.limit is not None:
         sql += f" LIMIT {int(op.limit)}"
