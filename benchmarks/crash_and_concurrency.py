@@ -5,7 +5,8 @@ logs each call's intent before it and its acknowledgement after it returns; it i
 SIGKILL at a random moment (0-1 s after its first acknowledged write: the first call loads the
 models and is slow), ``--kills`` times in a row on the same file. After each kill the file is
 reopened and checked: every acknowledged record is there (superseded versions count: they are
-kept as history) unless an acknowledged delete removed it, every acknowledged delete stayed
+kept as history) unless an acknowledged delete removed it (a delete purges every version of
+the record, so the versions an acknowledged update chain links are removed with it), every acknowledged delete stayed
 deleted, ``PRAGMA integrity_check`` and the FTS5 integrity check pass, and the audit chain
 verifies (with the records cross-checked against it). A call cut off by the kill (intent without
 acknowledgement) may or may not have committed, and is not counted either way.
@@ -44,7 +45,7 @@ out = open(log, "a", buffering=1)
 def note(*parts):
     out.write(" ".join(parts) + "\n"); out.flush(); os.fsync(out.fileno())
 mem = Memory(path, encoder=HashingEncoder(dim=64), config=MemoryConfig(supersede=False), state_scorer=False)
-mine = [line.split()[2] for line in open(log) if line.startswith("ack add ")]
+mine = [line.split()[-1] for line in open(log) if line.startswith(("ack add ", "ack update "))]
 note("ready", str(seed))
 i = 0
 while True:
@@ -68,7 +69,7 @@ while True:
             new = mem.update(old, f"run {seed} revised {i} {rng.randrange(10**9)}", namespace="crash")
         except Exception as exc:  # superseded or deleted already: a library error, nothing written
             note("refused update", old, type(exc).__name__); mine.remove(old); continue
-        note("ack add", new); mine.remove(old); mine.append(new)
+        note("ack update", old, new); mine.remove(old); mine.append(new)
     else:
         old = mine.pop(rng.randrange(len(mine)))
         note("intent delete", old)
@@ -87,15 +88,23 @@ def _check(path: Path, log: Path) -> dict[str, object]:
     acked: set[str] = set()
     deleted: set[str] = set()
     pending: set[str] = set()
+    family: dict[str, set[str]] = {}  # a delete purges every version of the record (update chains)
     for line in log.read_text().splitlines():
         parts = line.split()
         if parts[:2] == ["ack", "add"]:
             acked.add(parts[2])
+            family.setdefault(parts[2], {parts[2]})
+        elif parts[:2] == ["ack", "update"]:
+            acked.add(parts[3])
+            versions = family.setdefault(parts[2], {parts[2]})
+            versions.add(parts[3])
+            family[parts[3]] = versions
         elif parts[:2] == ["intent", "delete"]:
-            pending.add(parts[2])
+            pending |= family.get(parts[2], {parts[2]})
         elif parts[:2] == ["ack", "delete"]:
-            pending.discard(parts[2])
-            deleted.add(parts[2])
+            gone = family.get(parts[2], {parts[2]})
+            pending -= gone
+            deleted |= gone
     store = SQLiteStore(path)
     store.setup()
     try:
@@ -145,6 +154,10 @@ def sigkill(kills: int, seed: int) -> None:
                 break
             time.sleep(0.05)
         time.sleep(rng.uniform(0.0, 1.0))  # then mid-write at a random moment
+        if child.poll() is not None:  # it died on its own: a failure of the run, not a kill
+            print(f"  run {k + 1}: the writer exited with {child.returncode} before the kill")
+            bad += 1
+            continue
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
         last = _check(path, log)
@@ -153,7 +166,7 @@ def sigkill(kills: int, seed: int) -> None:
             bad += 1
             print(f"  kill {k + 1}: {last}")
     print(
-        f"SIGKILL: {kills} kills during mixed writes, {last.get('acked', 0)} acknowledged adds in all; "
+        f"SIGKILL: {kills} kills during mixed writes, {last.get('acked', 0)} acknowledged adds and updates in all; "
         f"kills after which a check failed: {bad}; lost acknowledged writes: {last.get('lost')}, "
         f"deleted records back: {last.get('resurrected')}, integrity_check: {last.get('integrity')}, "
         f"FTS integrity: {last.get('fts')}, audit chain verifies: {last.get('audit_ok')} "

@@ -81,11 +81,20 @@ class Core:
 
     @property
     def utility(self) -> UtilityModel | None:
-        """The utility model in use (the shipped learned model is loaded on first need)."""
+        """The utility model in use (the shipped learned model is loaded on first need; with an
+        encoder other than the one it was fitted on, without its embedding block:
+        :meth:`~retain.retention.utility.LearnedUtility.features_only`)."""
         if self._utility is None and self.budget is not None and self.budget.needs_utility:
             from retain.retention.agent_utility import AgentUtility
+            from retain.retention.utility import LearnedUtility
 
-            self._utility = AgentUtility.load()  # agent streams; LearnedUtility for every other record
+            model = AgentUtility.load()  # agent streams; LearnedUtility for every other record
+            base = model.base
+            if isinstance(base, LearnedUtility) and base.encoder not in (None, self.encoder.name):
+                # fitted on another encoder's embeddings: its encoder-free features alone (what it
+                # gives a record without an embedding), instead of refusing every add
+                model.base = base.features_only()
+            self._utility = model
         return self._utility
 
     @property

@@ -466,6 +466,7 @@ class PostgresStore(Store):
             (op.namespace, list(set(op.ids))),
         ).fetchall()
         audit.purge_edges(cur, op.namespace, op.ids)
+        audit.forget_provenance(cur, op.namespace, op.ids)  # the queries that found them
         self._forget_stats(cur, op.namespace, rows)
         return len(rows)
 
