@@ -21,6 +21,7 @@ from retain.errors import InvalidInput
 from retain.ingest.conflict import DEFAULT_POLICY, ConflictJudge, ConflictPolicy
 from retain.ingest.conflict_model import ConflictModel, default_conflict_model
 from retain.record import caller_time
+from retain.store.audit_chain import check_key
 
 __all__ = [
     "DEFAULT_DB_PATH",
@@ -197,10 +198,16 @@ class MemoryConfig:
         naive_timezone: the IANA time zone a time without an offset is read in (``event_time``,
             ``start``, ``end``, ``now``: "2026-03-14T09:30:00" is 09:30 there), and a plain date
             ("2026-03-14") is a whole day in (:func:`retain.record.caller_time`); default "UTC".
+        audit_key: HMAC key (bytes, >= 16) of the keyed audit chain, kept by the user outside the
+            database (e.g. read with :func:`retain.safety.audit_key.read_key_file`): every audit
+            entry this memory writes is chained by HMAC-SHA256 under it, so a row forged or
+            rewritten by someone without the key fails ``retain audit verify --key-file``
+            (docs/design/safety.md#keyed-audit-chain). None (default) = the unkeyed sha256 chain.
+            Never shown in ``repr``.
 
     Raises:
         InvalidInput: ``trusted_actors`` is not a set of names, or a character limit is not an int
-            >= :data:`MIN_RECORD_CHARS`.
+            >= :data:`MIN_RECORD_CHARS`, or ``audit_key`` is not bytes of >= 16.
     """
 
     max_record_chars: int = 2_000
@@ -219,8 +226,11 @@ class MemoryConfig:
     graph: GraphConfig = DEFAULT_GRAPH_CONFIG
     retrieval: RetrievalConfig = field(default=DEFAULT_RETRIEVAL_CONFIG)
     naive_timezone: str = "UTC"
+    audit_key: bytes | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if self.audit_key is not None:
+            object.__setattr__(self, "audit_key", check_key(self.audit_key))
         if not isinstance(self.naive_timezone, str):
             raise InvalidInput(f"naive_timezone: an IANA time zone name, got {type(self.naive_timezone).__name__}")
         caller_time("2000-01-01", field_name="naive_timezone", naive_zone=self.naive_timezone)  # a known zone

@@ -22,7 +22,7 @@ from retain.config import MemoryConfig
 from retain.encoders.basis import Encoder
 from retain.errors import EncoderMismatch, InvalidInput, RecordNotFound
 from retain.record import MemoryRecord, Tier, search_text, validate_namespace
-from retain.retention.budget import Budget, BudgetDecision, HotSet, eviction_entries, is_mandatory
+from retain.retention.budget import Budget, BudgetDecision, HotSet, entry_order, eviction_entries, is_mandatory
 from retain.retrieval.fusion import LinearFusion
 from retain.safety.observe import observed, offered
 from retain.state.agent import StateEncoder
@@ -64,6 +64,8 @@ class Core:
         state_scorer: StateScorer | bool | None = None,
     ) -> None:
         self.store = store
+        if config.audit_key is not None:  # every entry this memory appends is chained under the key
+            store.audit_key = config.audit_key
         self.encoder = encoder
         self.config = config
         self.budget = budget
@@ -79,11 +81,20 @@ class Core:
 
     @property
     def utility(self) -> UtilityModel | None:
-        """The utility model in use (the shipped learned model is loaded on first need)."""
+        """The utility model in use (the shipped learned model is loaded on first need; with an
+        encoder other than the one it was fitted on, without its embedding block:
+        :meth:`~retain.retention.utility.LearnedUtility.features_only`)."""
         if self._utility is None and self.budget is not None and self.budget.needs_utility:
             from retain.retention.agent_utility import AgentUtility
+            from retain.retention.utility import LearnedUtility
 
-            self._utility = AgentUtility.load()  # agent streams; LearnedUtility for every other record
+            model = AgentUtility.load()  # agent streams; LearnedUtility for every other record
+            base = model.base
+            if isinstance(base, LearnedUtility) and base.encoder not in (None, self.encoder.name):
+                # fitted on another encoder's embeddings: its encoder-free features alone (what it
+                # gives a record without an embedding), instead of refusing every add
+                model.base = base.features_only()
+            self._utility = model
         return self._utility
 
     @property
@@ -211,7 +222,7 @@ class Core:
         hot = HotSet(self.budget, self.encoder.dim)
         evicted: list[int] = []
         listed = self.store.list_records(namespace, RecordFilter(), order="created")
-        current = [r for r in listed if r.id not in exclude]
+        current = entry_order(self.store, namespace, [r for r in listed if r.id not in exclude])
         for i, rec in enumerate(current):
             evicted.extend(hot.offer(rec, at=float(i)))
         self._hot[namespace] = hot

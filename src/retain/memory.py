@@ -399,16 +399,20 @@ class Memory(AccessMixin, AgentLoopMixin, AuditMixin, ConflictsMixin, ExpiryMixi
         start: datetime | str | None = None,
         end: datetime | str | None = None,
         limit: int | None = None,
+        allow_raw: bool = False,
     ) -> list[MemoryRecord]:
         """Current records of ``namespace`` (every tier) in event order; with ``query``, up to
         ``limit`` episodes of that topic; ``start`` / ``end`` keep event times in [start, end) (naive times
-        in ``config.naive_timezone``; a plain date is a whole day: ``end`` includes it).
+        in ``config.naive_timezone``; a plain date is a whole day: ``end`` includes it). Redacted
+        copies (secrets and personal data as placeholders, as search returns them) unless ``allow_raw``.
         See :func:`retain.sequence.timeline.timeline`.
 
         Raises:
-            InvalidInput: bad namespace, limit < 1, unparseable times, start >= end.
+            InvalidInput: bad namespace, limit < 1, unparseable times, start >= end, ``allow_raw`` not a bool.
         """
-        return timeline.timeline(self._core, namespace, query=query, start=start, end=end, limit=limit)
+        return timeline.timeline(
+            self._core, namespace, query=query, start=start, end=end, limit=limit, allow_raw=allow_raw
+        )
 
     def before(self, record: MemoryRecord | str, *, namespace: str, n: int = 1) -> list[MemoryRecord]:
         """Up to ``n`` records just before ``record`` (a record or an id) in event order, oldest

@@ -15,8 +15,17 @@ from retain.cli.common import Commands, fail_plain, open_store
 from retain.cli.options import PANEL_INSPECT, DbOption
 from retain.errors import RetainError
 from retain.safety.audit import Snapshot, SnapshotDiff, diff, snapshot, verify_store
+from retain.safety.audit_key import read_key_file, write_key_file
 
-__all__ = ["audit_app", "diff_command", "format_diff", "register", "snapshot_command", "verify_command"]
+__all__ = [
+    "audit_app",
+    "diff_command",
+    "format_diff",
+    "keygen_command",
+    "register",
+    "snapshot_command",
+    "verify_command",
+]
 
 audit_app = typer.Typer(help="The audit log: check that it is intact.", no_args_is_help=True)
 commands = Commands()
@@ -39,19 +48,29 @@ def verify_command(
             "catches a rewrite that re-hashed the rest of the log.",
         ),
     ] = None,
+    key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--key-file",
+            help="File holding the audit key the store was written with (MemoryConfig(audit_key=...); "
+            "made by `retain audit keygen`): checks every keyed entry's HMAC, catches forged appends.",
+        ),
+    ] = None,
 ) -> None:
     """Recompute the audit log's hash chain. Exit 0 when intact, 1 listing the problems, 2 on error."""
     checkpoints = _parse_checkpoints(checkpoint or [])
     try:
+        key = None if key_file is None else read_key_file(key_file)
         store = open_store(db)
         try:
-            report = verify_store(store, checkpoints=checkpoints)
+            report = verify_store(store, checkpoints=checkpoints, key=key)
         finally:
             store.close()
     except RetainError as exc:
         fail_plain(str(exc))
     if report.ok:
-        typer.echo(f"ok: {report.entries} audit entries, hash chain intact")
+        keyed = f"; {report.keyed} keyed entries, HMAC checked with the key" if key is not None else ""
+        typer.echo(f"ok: {report.entries} audit entries, hash chain intact{keyed}")
         if report.head_seq is not None:
             typer.echo(f"head: {report.head_seq}:{report.head_hash}  (keep it; pass it back with --checkpoint)")
         return
@@ -62,6 +81,20 @@ def verify_command(
     for problem in report.problems:
         typer.echo(f"  {problem}")
     raise typer.Exit(code=1)
+
+
+@audit_app.command("keygen")
+def keygen_command(
+    path: Annotated[
+        Path, typer.Argument(help="Where to write the new key (never overwritten); keep it off the store.")
+    ],
+) -> None:
+    """Make a random 256-bit audit key (64 hex characters, file mode 0600) for the keyed audit chain."""
+    try:
+        write_key_file(path)
+    except RetainError as exc:
+        fail_plain(str(exc))
+    typer.echo(f"wrote a new audit key to {path}: pass its bytes as MemoryConfig(audit_key=...) (read_key_file)")
 
 
 @commands("snapshot", PANEL_INSPECT)

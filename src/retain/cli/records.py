@@ -154,17 +154,15 @@ def timeline_cmd(
 
     By event time (UTC), then session, then seq; unknown times last. Secrets and personal data
     are shown as placeholders unless --raw."""
-    from retain.safety.redaction import redact_record
-
     try:
         with open_memory(db) as mem:
-            records = mem.timeline(namespace, query=query, start=start, end=end, limit=limit)
+            records = mem.timeline(namespace, query=query, start=start, end=end, limit=limit, allow_raw=raw)
             known = [] if records else mem.store.namespaces()
     except RetainError as exc:
         fail(exc)
     if not records:
         hint_namespace(namespace, known)
-    shown = records if raw else [redact_record(r).record for r in records]
+    shown = records  # redacted by Memory.timeline unless --raw
     if as_json:
         console.print_json(json.dumps([_brief(r) for r in shown], ensure_ascii=False))
         return

@@ -36,5 +36,7 @@ class AuditMixin(FacadeBase):
     def verify_audit(self, *, checkpoints: Mapping[int, str] | None = None) -> VerifyReport:
         """Recompute the whole audit log's hash chain (the chain spans every namespace); see
         :func:`retain.safety.audit.verify_store`. ``checkpoints`` maps a seq to the hash recorded
-        for it outside the store (a rewrite that re-hashed the rest of the log is caught)."""
-        return verify_store(self._core.store, checkpoints=checkpoints)
+        for it outside the store (a rewrite that re-hashed the rest of the log is caught). With
+        ``MemoryConfig(audit_key=...)`` the keyed entries' HMACs are checked under that key (a
+        forged appended entry is caught)."""
+        return verify_store(self._core.store, checkpoints=checkpoints, key=self._core.config.audit_key)

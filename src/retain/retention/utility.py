@@ -425,6 +425,25 @@ class LearnedUtility:
         """D, the width of the embedding part (0 when the model uses the features only)."""
         return int(self.weights.shape[0]) - _BASE
 
+    def features_only(self) -> LearnedUtility:
+        """A copy without the embedding block (D = 0, ``encoder`` None): the model for records
+        embedded by another encoder than the one it was fitted on. Its scores are exactly those
+        this model gives a record without an embedding (the block at its training mean adds 0 to
+        the logit), so nothing is guessed about a foreign embedding space."""
+        cut = slice(0, _BASE)
+        return LearnedUtility(
+            weights=self.weights[cut],
+            bias=self.bias,
+            mean=self.mean[cut],
+            scale=self.scale[cut],
+            low=self.low[cut],
+            high=self.high[cut],
+            encoder=None,
+            learning_rate=self.learning_rate,
+            updates=self.updates,
+            trained_on=f"{self.trained_on} (features only: embedding block of {self.encoder} dropped)",
+        )
+
     def _inputs(self, records: Sequence[MemoryRecord], contexts: Sequence[UtilityContext]) -> FloatArray:
         x = _design(utility_features(records, contexts))
         if dim := self.embedding_dim:

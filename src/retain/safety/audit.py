@@ -13,9 +13,10 @@ What a hash chain can and cannot show:
 * removing the *newest* entries leaves a shorter chain that is still valid: only a counter kept
   outside the rows catches it (``last_seq``; :func:`verify_store` reads SQLite's AUTOINCREMENT
   counter);
-* the hash is not keyed: someone with write access who rewrites an entry *and re-hashes every entry
-  after it* leaves a valid chain. Only a hash recorded outside the store catches that
-  (``checkpoints``; ``retain audit verify`` prints the head to record);
+* unkeyed, someone with write access who rewrites an entry *and re-hashes every entry after it*,
+  or appends a well-formed entry, leaves a valid chain. A hash recorded outside the store catches
+  the rewrite (``checkpoints``; ``retain audit verify`` prints the head to record); the keyed chain
+  (HMAC-SHA256 under a key kept outside the database, :mod:`retain.safety.audit_key`) catches both;
 * a chain that verifies says nothing about the next edit: :func:`verify_store` also fails when the
   backend's append-only guards (for SQLite, the triggers that refuse UPDATE / DELETE on the audit
   table) have been dropped.
@@ -33,12 +34,20 @@ import json
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from retain.errors import InvalidInput, RetainError
-from retain.record import Tier, utc, utcnow, validate_namespace
-from retain.store import ALL_RECORDS, GENESIS_HASH, RawAudit, ReadAuditRaw, Store, audit_hash
+from retain.safety.audit_key import chain_modes, is_keyed
+from retain.safety.audit_snapshot import (
+    SNAPSHOT_FIELDS,
+    SNAPSHOT_FORMAT,
+    HasStore,
+    Snapshot,
+    SnapshotDiff,
+    diff,
+    snapshot,
+)
+from retain.store import GENESIS_HASH, RawAudit, ReadAuditRaw, Store, audit_hash, check_key
 
 __all__ = [
     "ENTRY_FIELDS",
@@ -68,20 +77,6 @@ _ENTRY_SET = frozenset(ENTRY_FIELDS)
 MAX_PROBLEMS = 100
 """Problems listed in a :class:`VerifyReport`; any more are summarised in one last line."""
 
-SNAPSHOT_FIELDS: tuple[str, ...] = (
-    "content_hash",
-    "tier",
-    "type",
-    "importance",
-    "priority",
-    "pinned",
-    "superseded_by",
-    "token_count",
-)
-"""The per-record fields a :class:`Snapshot` keeps (no content, no embedding)."""
-
-SNAPSHOT_FORMAT = "retain-snapshot/1"
-
 
 # --- verification -------------------------------------------------------------------------------
 
@@ -101,6 +96,7 @@ class VerifyReport:
         head_seq, head_hash: seq and stored hash of the last entry (None for an empty log): record
             them outside the store and pass them back as a checkpoint to detect later rewrites.
         records: records cross-checked against the log (:func:`verify_store` only; 0 otherwise).
+        keyed: entries whose HMAC was checked with the key (0 when verified without a key).
     """
 
     ok: bool
@@ -110,6 +106,7 @@ class VerifyReport:
     head_seq: int | None = None
     head_hash: str | None = None
     records: int = 0
+    keyed: int = 0
 
 
 def verify_chain(
@@ -117,6 +114,7 @@ def verify_chain(
     *,
     last_seq: int | None = None,
     checkpoints: Mapping[int, str] | None = None,
+    key: bytes | None = None,
 ) -> VerifyReport:
     """Recompute every hash of an audit log and check every link and sequence number. Pure.
 
@@ -128,13 +126,21 @@ def verify_chain(
             counter); catches removal of the newest entries, which the chain alone cannot.
         checkpoints: ``{seq: hash}`` recorded outside the store earlier (e.g. a report's
             ``head_seq``/``head_hash``); catches a rewrite that re-hashed every later entry.
+        key: the audit key (bytes >= 16) the log was written under (keyed chain): every keyed
+            entry's HMAC is checked, an unkeyed entry after a keyed one is reported as forged, and
+            a log with no keyed entry fails. None: keyed entries are reported as not checkable
+            (:func:`retain.safety.audit_key.chain_modes`).
 
     Returns:
         A :class:`VerifyReport`. Detected: changed fields (hash mismatch), removed entries (gap in
         ``seq`` or broken link), inserted and reordered entries (a link that points elsewhere, or
         ``seq`` out of order), unreadable details. Never raises on malformed entries; they are
         reported.
+
+    Raises:
+        InvalidInput: ``key`` is not bytes of >= 16.
     """
+    key = None if key is None else check_key(key)
     log = _Log(entries)
     found = _Findings()
     prev_seq = 0
@@ -144,8 +150,10 @@ def verify_chain(
         if missing:
             found.add(p, f"{log.name(p)}: missing fields {', '.join(missing)}")
         prev_seq = _check_sequence(log, found, p, prev_seq, seq_missing="seq" in missing)
-        _check_hash(log, found, p)
+        _check_hash(log, found, p, key)
         _check_link(log, found, p, before)
+    for p, message in chain_modes(log.hashes, [log.name(p) for p in range(len(entries))], keyed_verify=key is not None):
+        found.add(p, message)
     if last_seq is not None:
         _check_counter(log, found, prev_seq, last_seq)
     if checkpoints:
@@ -164,6 +172,7 @@ def verify_chain(
         problems=found.messages(),
         head_seq=head_seq,
         head_hash=head_hash,
+        keyed=sum(map(is_keyed, log.hashes)) if key is not None else 0,
     )
 
 
@@ -204,9 +213,10 @@ def _check_sequence(log: _Log, found: _Findings, p: int, prev_seq: int, *, seq_m
     return seq if seq is not None else expected
 
 
-def _check_hash(log: _Log, found: _Findings, p: int) -> None:
+def _check_hash(log: _Log, found: _Findings, p: int, key: bytes | None) -> None:
     """The entry's own hash, recomputed over its stored ``prev_hash`` and fields (details parsed
-    when stored as text; unreadable details are reported instead)."""
+    when stored as text; unreadable details are reported instead): sha256, or for a keyed entry
+    HMAC-SHA256 under ``key`` (not checkable without it: :func:`verify_chain` reports that)."""
     entry, seq, label = log.entries[p], log.seqs[p], log.name(p)
     details = entry.get("details")
     readable = True
@@ -222,16 +232,18 @@ def _check_hash(log: _Log, found: _Findings, p: int) -> None:
     stored_prev = entry.get("prev_hash")
     if not isinstance(stored_prev, str):
         found.add(p, f"{label}: prev_hash {stored_prev!r} is not a string")
-    elif readable:
+    elif readable and not (is_keyed(log.hashes[p]) and key is None):
+        keyed = is_keyed(log.hashes[p])
         fields = {k: entry.get(k) for k in HASHED_FIELDS}
         fields["details"] = dict(details) if isinstance(details, Mapping) else details
         try:
-            recomputed: str | None = audit_hash(stored_prev, fields)
+            recomputed: str | None = audit_hash(stored_prev, fields, key if keyed else None)
         except (TypeError, ValueError):
             recomputed = None
             found.add(p, f"{label}: fields are not JSON-serialisable (corrupted)")
         if recomputed is not None and recomputed != log.hashes[p]:
-            found.add(p, f"{label}: hash mismatch (changed)")
+            what = "HMAC mismatch (changed, or keyed with another key)" if keyed else "hash mismatch (changed)"
+            found.add(p, f"{label}: {what}")
 
 
 def _check_link(log: _Log, found: _Findings, p: int, before: int) -> None:
@@ -303,7 +315,9 @@ def read_audit_raw(store: Store) -> RawAudit:
     return result
 
 
-def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) -> VerifyReport:
+def verify_store(
+    store: Store, *, checkpoints: Mapping[int, str] | None = None, key: bytes | None = None
+) -> VerifyReport:
     """Verify a store's whole audit log (every namespace: the chain is global).
 
     For a backend with ``supports_raw_audit`` (:class:`~retain.store.SQLiteStore`) the rows are read
@@ -314,11 +328,13 @@ def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) 
 
     Args:
         checkpoints: ``{seq: hash}`` recorded earlier outside the store; see :func:`verify_chain`.
+        key: the audit key of a keyed chain; see :func:`verify_chain`.
 
     Returns: a :class:`VerifyReport`; never raises for what the log contains.
 
     Raises:
         SchemaError: the store is not set up.
+        InvalidInput: ``key`` is not bytes of >= 16.
     """
     if store.supports_raw_audit:
         try:
@@ -327,7 +343,7 @@ def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) 
             raise
         except Exception as exc:  # the backend cannot read the table itself: a finding, not a crash
             return _unreadable(f"audit table unreadable: {exc}")
-        report = verify_chain(raw.entries, last_seq=raw.last_seq, checkpoints=checkpoints)
+        report = verify_chain(raw.entries, last_seq=raw.last_seq, checkpoints=checkpoints, key=key)
         report = _with_records(report, store, raw.entries)
         if raw.missing_guards:  # the chain may still verify, but nothing stops the next in-place edit
             note = (
@@ -340,7 +356,7 @@ def verify_store(store: Store, *, checkpoints: Mapping[int, str] | None = None) 
         entries = store.audit_log()
     except Exception as exc:  # any backend failure is a finding, not a crash
         return _unreadable(f"audit log unreadable ({type(exc).__name__}: {exc})")
-    return _with_records(verify_chain(entries, checkpoints=checkpoints), store, entries)
+    return _with_records(verify_chain(entries, checkpoints=checkpoints, key=key), store, entries)
 
 
 def _with_records(report: VerifyReport, store: Store, entries: Sequence[Mapping[str, Any]]) -> VerifyReport:
@@ -396,150 +412,3 @@ def _any_between(present: list[int], lo: int, hi: int) -> bool:
 
 def _missing(lo: int, hi: int) -> str:
     return f"entry {lo} missing" if lo == hi else f"entries {lo}-{hi} missing"
-
-
-# --- snapshots ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """What one namespace held at one moment, without content.
-
-    Attributes:
-        taken_at: when the snapshot was taken (UTC).
-        namespace: the namespace.
-        records: ``{id: {field: value}}`` for every record (archived and superseded included), with
-            the fields :data:`SNAPSHOT_FIELDS`; ``tier`` and ``type`` as their string values.
-    """
-
-    taken_at: datetime
-    namespace: str
-    records: dict[str, dict[str, Any]]
-
-    def to_json(self) -> str:
-        """JSON text (UTF-8 characters literal, records sorted by id); read back by :meth:`from_json`."""
-        doc = {
-            "format": SNAPSHOT_FORMAT,
-            "namespace": self.namespace,
-            "taken_at": self.taken_at.isoformat(),
-            "records": {rid: self.records[rid] for rid in sorted(self.records)},
-        }
-        return json.dumps(doc, ensure_ascii=False, indent=2)
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> Snapshot:
-        """Parse :meth:`to_json` output.
-
-        Raises:
-            InvalidInput: not JSON, another format, or a missing / mistyped field (named).
-        """
-        try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            raise InvalidInput(f"snapshot: not valid JSON ({exc})") from exc
-        if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
-            got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
-            raise InvalidInput(f"snapshot: format must be {SNAPSHOT_FORMAT!r}, got {got!r}")
-        namespace = validate_namespace(doc.get("namespace"))
-        if not isinstance(doc.get("taken_at"), str):
-            raise InvalidInput("snapshot: taken_at must be an ISO 8601 string")
-        taken_at = utc(doc["taken_at"], field_name="snapshot: taken_at")
-        records = doc.get("records")
-        if not isinstance(records, dict):
-            raise InvalidInput("snapshot: records must be an object {id: fields}")
-        for rid, fields in records.items():
-            if not isinstance(fields, dict):
-                raise InvalidInput(f"snapshot: records[{rid!r}] must be an object")
-            absent = [f for f in SNAPSHOT_FIELDS if f not in fields]
-            if absent:
-                raise InvalidInput(f"snapshot: records[{rid!r}] lacks {', '.join(absent)}")
-        assert taken_at is not None
-        return cls(taken_at=taken_at, namespace=namespace, records=records)
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotDiff:
-    """What changed between two snapshots ``a`` (before) and ``b`` (after).
-
-    Attributes:
-        added: ids in ``b`` only (new records and new versions), sorted.
-        removed: ids in ``a`` only (purged), sorted.
-        archived: ids whose tier moved into ``archive``, sorted.
-        restored: ids whose tier moved out of ``archive``, sorted.
-        changed: ``{id: {field: (before, after)}}`` for every record in both whose fields differ
-            (content_hash = content changed, priority, importance, superseded_by, pinned, tier, ...);
-            archived and restored records appear here too, with their ``tier`` change.
-    """
-
-    added: list[str]
-    removed: list[str]
-    archived: list[str]
-    restored: list[str]
-    changed: dict[str, dict[str, tuple[Any, Any]]]
-
-    @property
-    def priority_changed(self) -> dict[str, tuple[Any, Any]]:
-        """``{id: (priority before, after)}`` for records in both snapshots whose priority changed."""
-        return {rid: fields["priority"] for rid, fields in self.changed.items() if "priority" in fields}
-
-    @property
-    def is_empty(self) -> bool:
-        """True when the two snapshots hold the same records with the same fields."""
-        return not (self.added or self.removed or self.changed)
-
-
-class HasStore(Protocol):
-    """Anything holding a set-up store in ``store`` (a :class:`~retain.Memory`)."""
-
-    @property
-    def store(self) -> Store: ...
-
-
-def snapshot(memory: HasStore | Store, namespace: str) -> Snapshot:
-    """Snapshot every record of ``namespace`` (archive and superseded versions included).
-
-    Args:
-        memory: a :class:`~retain.Memory` (anything with a ``store``), or a set-up
-            :class:`~retain.store.Store` (no encoder needed).
-
-    Raises:
-        InvalidInput: bad namespace.
-    """
-    validate_namespace(namespace)
-    store = memory if isinstance(memory, Store) else memory.store
-    taken_at = utcnow()
-    records = {
-        r.id: {
-            "content_hash": r.content_hash,
-            "tier": r.tier.value,
-            "type": r.type.value,
-            "importance": r.importance,
-            "priority": r.priority,
-            "pinned": r.pinned,
-            "superseded_by": r.superseded_by,
-            "token_count": r.token_count,
-        }
-        for r in store.list_records(namespace, ALL_RECORDS)
-    }
-    return Snapshot(taken_at=taken_at, namespace=namespace, records=records)
-
-
-def diff(a: Snapshot, b: Snapshot) -> SnapshotDiff:
-    """Compare snapshot ``a`` (before) with ``b`` (after); see :class:`SnapshotDiff`. Pure."""
-    before, after = a.records, b.records
-    common = sorted(before.keys() & after.keys())
-    archive = Tier.ARCHIVE.value
-    changed: dict[str, dict[str, tuple[Any, Any]]] = {}
-    for rid in common:
-        x, y = before[rid], after[rid]
-        names = [*SNAPSHOT_FIELDS, *sorted((x.keys() | y.keys()) - set(SNAPSHOT_FIELDS))]
-        delta = {f: (x.get(f), y.get(f)) for f in names if x.get(f) != y.get(f)}
-        if delta:
-            changed[rid] = delta
-    return SnapshotDiff(
-        added=sorted(after.keys() - before.keys()),
-        removed=sorted(before.keys() - after.keys()),
-        archived=[r for r in common if before[r].get("tier") != archive and after[r].get("tier") == archive],
-        restored=[r for r in common if before[r].get("tier") == archive and after[r].get("tier") != archive],
-        changed=changed,
-    )

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from retain.errors import InvalidInput
 from retain.record import MemoryRecord, caller_time, validate_id, validate_namespace
-from retain.retrieval.search import SearchRequest, search
+from retain.retrieval.search import SearchRequest, check_allow_raw, search
+from retain.safety.redaction import redact_record
 from retain.sequence.order import event_order
 from retain.store import RecordFilter
 
@@ -35,9 +36,13 @@ def timeline(
     start: datetime | str | None = None,
     end: datetime | str | None = None,
     limit: int | None = None,
+    allow_raw: bool = False,
 ) -> list[MemoryRecord]:
     """Current records of ``namespace`` (every tier) in event order: by event time (UTC), then
     session order, then ``seq``; records with unknown event time last, in insertion order.
+    Redacted copies (:func:`retain.safety.redaction.redact_record`: secrets and personal data as
+    typed placeholders), with or without ``query``, as search and ``retain timeline`` return them,
+    unless ``allow_raw``.
 
     With ``query``: up to ``limit`` (default 10) episodes of that topic, one per session per
     round, in event order (``search(query, order="time")``, :mod:`retain.sequence.episodes`). ``start`` /
@@ -45,9 +50,11 @@ def timeline(
     caps the number of records. An empty namespace gives [].
 
     Raises:
-        InvalidInput: bad namespace, limit < 1, unparseable times, start >= end.
+        InvalidInput: bad namespace, limit < 1, unparseable times, start >= end, ``allow_raw``
+            not a bool.
     """
     validate_namespace(namespace)
+    check_allow_raw(allow_raw)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise InvalidInput(f"limit: must be an int >= 1 or None, got {limit!r}")
     zone = core.config.naive_timezone
@@ -57,12 +64,13 @@ def timeline(
         raise InvalidInput(f"start: {low.isoformat()} is not before end {high.isoformat()}")
     if query is not None:
         tiers = ["core", "dynamic", "archive"]
-        request = SearchRequest(k=limit or 10, tiers=tiers, start=low, end=high, order="time")
+        request = SearchRequest(k=limit or 10, tiers=tiers, start=low, end=high, order="time", allow_raw=allow_raw)
         hits = search(core, query, namespace=namespace, request=request)
         return [h.record for h in hits]  # the topic's episodes, in event order (retain.sequence.episodes)
     flt = RecordFilter(tiers=None, start=low, end=high)
     ordered = event_order(core.store.list_records(namespace, flt, order="created"))
-    return ordered if limit is None else ordered[:limit]
+    ordered = ordered if limit is None else ordered[:limit]
+    return ordered if allow_raw else [redact_record(r).record for r in ordered]
 
 
 def walk(core: Core, record: MemoryRecord | str, *, namespace: str, n: int, step: int) -> list[MemoryRecord]:

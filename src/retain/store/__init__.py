@@ -7,7 +7,15 @@ are its parts: :mod:`~retain.store.filters`, :mod:`~retain.store.audit_chain`,
 :mod:`~retain.store.edges`, :mod:`~retain.store.ops`, :mod:`~retain.store.base`.
 """
 
-from retain.store.audit_chain import GENESIS_HASH, AuditEntry, RawAudit, audit_hash
+from retain.store.audit_chain import (
+    GENESIS_HASH,
+    KEYED_PREFIX,
+    MIN_KEY_BYTES,
+    AuditEntry,
+    RawAudit,
+    audit_hash,
+    check_key,
+)
 from retain.store.base import Store
 from retain.store.edges import Edge, EdgeType, check_edge
 from retain.store.filters import ALL_RECORDS, DEFAULT_FILTER, HOT_TIERS, MAX_SEQ, RecordFilter
@@ -57,7 +65,9 @@ __all__ = [
     "DEFAULT_FILTER",
     "GENESIS_HASH",
     "HOT_TIERS",
+    "KEYED_PREFIX",
     "MAX_SEQ",
+    "MIN_KEY_BYTES",
     "WRITE_ATTEMPTS",
     "AppendAudit",
     "AuditEntry",
@@ -101,6 +111,7 @@ __all__ = [
     "check_current",
     "check_edge",
     "check_hot",
+    "check_key",
     "check_unchanged",
     "check_unique",
     "retry_on_conflict",

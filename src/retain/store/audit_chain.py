@@ -1,18 +1,20 @@
 """The audit log as every backend writes it: entries (:class:`AuditEntry`) chained by sha256
-(:func:`audit_hash`, starting from :data:`GENESIS_HASH`), and the log as stored
+(:func:`audit_hash`, starting from :data:`GENESIS_HASH`), or by HMAC-SHA256 under a key the user
+keeps outside the database (keyed chain, :data:`KEYED_PREFIX`), and the log as stored
 (:class:`RawAudit`) for :mod:`retain.safety.audit` to verify.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from retain.errors import InvalidInput
 
-__all__ = ["GENESIS_HASH", "AuditEntry", "RawAudit", "audit_hash"]
+__all__ = ["GENESIS_HASH", "KEYED_PREFIX", "MIN_KEY_BYTES", "AuditEntry", "RawAudit", "audit_hash", "check_key"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,18 +54,43 @@ class AuditEntry:
 GENESIS_HASH = "0" * 64
 """The ``prev_hash`` of the first audit entry."""
 
+KEYED_PREFIX = "hmac-sha256:"
+"""The stored ``hash`` of a keyed entry: this prefix, then 64 hex characters of HMAC-SHA256."""
 
-def audit_hash(prev_hash: str, fields: dict[str, Any]) -> str:
-    """sha256 (hex, 64 characters) over the previous entry's hash and this entry's canonical JSON
+MIN_KEY_BYTES = 16
+"""Shortest audit key accepted (128 bits)."""
+
+
+def check_key(key: object) -> bytes:
+    """``key`` as the audit chain's HMAC key.
+
+    Raises:
+        InvalidInput: not bytes, or shorter than :data:`MIN_KEY_BYTES`.
+    """
+    if not isinstance(key, bytes | bytearray):
+        raise InvalidInput(f"audit_key: must be bytes, got {type(key).__name__}")
+    if len(key) < MIN_KEY_BYTES:
+        raise InvalidInput(f"audit_key: at least {MIN_KEY_BYTES} bytes, got {len(key)}")
+    return bytes(key)
+
+
+def audit_hash(prev_hash: str, fields: dict[str, Any], key: bytes | None = None) -> str:
+    """The chain hash of one entry over the previous entry's hash and this entry's canonical JSON
     (sorted keys, UTF-8 characters literal, no spaces): the hash chain every backend writes and
     :mod:`retain.safety.audit` verifies. ``fields`` are the entry's ts (UTC microseconds), namespace,
     op, record_id, actor, reason, policy and details.
 
+    Unkeyed (``key`` None): sha256, 64 hex characters; anyone with write access can compute it.
+    Keyed: :data:`KEYED_PREFIX` + HMAC-SHA256 (RFC 2104) under ``key``, which only a holder of the
+    key can compute, so a row appended or rewritten without it does not verify.
+
     Raises:
         TypeError, ValueError: ``fields`` are not JSON-serialisable.
     """
-    canonical = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256((prev_hash + canonical).encode("utf-8")).hexdigest()
+    canonical = (prev_hash + json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))).encode()
+    if key is None:
+        return hashlib.sha256(canonical).hexdigest()
+    return KEYED_PREFIX + hmac.new(key, canonical, hashlib.sha256).hexdigest()
 
 
 class RawAudit(NamedTuple):

@@ -46,6 +46,15 @@ class Store(ABC):
     supports_ann: bool = False
     supports_raw_audit: bool = False
     supports_browse: bool = False
+    audit_key: bytes | None = None
+    """HMAC key of the keyed audit chain (:func:`~retain.store.audit_hash`), set by the owner of the
+    store (:class:`~retain.config.MemoryConfig` ``audit_key``); None = unkeyed sha256 chain."""
+
+    def keyed(self, op: store_ops.Op) -> store_ops.Op:
+        """``op`` with this store's audit key when it appends an audit entry without one."""
+        if self.audit_key is not None and isinstance(op, store_ops.AppendAudit) and op.key is None:
+            return store_ops.AppendAudit(op.entry, self.audit_key)
+        return op
 
     @abstractmethod
     def setup(self) -> None:
@@ -219,9 +228,12 @@ class Store(ABC):
         result: list[str] = self.batch([store_ops.ListNamespaces()])[0]
         return result
 
-    def audit_log(self, namespace: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def audit_log(
+        self, namespace: str | None = None, limit: int | None = None, *, record_ids: Sequence[str] | None = None
+    ) -> list[dict[str, Any]]:
         """Audit entries in order; see :class:`ReadAudit`."""
-        result: list[dict[str, Any]] = self.batch([store_ops.ReadAudit(namespace, limit)])[0]
+        ids = None if record_ids is None else tuple(record_ids)
+        result: list[dict[str, Any]] = self.batch([store_ops.ReadAudit(namespace, limit, ids)])[0]
         return result
 
     def provenance(self, id: str, namespace: str | None = None) -> dict[str, Any] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
@@ -304,18 +304,24 @@ class ListNamespaces:
 
 @dataclass(frozen=True, slots=True)
 class AppendAudit:
-    """Append one audit entry (hash-chained). Result: int, the entry's sequence number."""
+    """Append one audit entry (hash-chained). Result: int, the entry's sequence number.
+
+    ``key`` None = the store's :attr:`~retain.store.Store.audit_key` (unkeyed sha256 when that is
+    None too); bytes = HMAC-SHA256 under it (:func:`~retain.store.audit_hash`)."""
 
     entry: AuditEntry
+    key: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
 class ReadAudit:
     """Result: list of dicts (seq, ts, namespace, op, record_id, actor, reason, policy, details,
-    prev_hash, hash) in sequence order; ``namespace`` None = every namespace."""
+    prev_hash, hash) in sequence order; ``namespace`` None = every namespace; ``record_ids`` not
+    None = only the entries about those records (read through the (namespace, record_id) index)."""
 
     namespace: str | None = None
     limit: int | None = None
+    record_ids: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

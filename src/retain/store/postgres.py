@@ -251,6 +251,7 @@ class PostgresStore(Store):
             raise AssertionError("unreachable")  # pragma: no cover
 
     def _run(self, cur: Any, op: store_ops.Op) -> Any:
+        op = self.keyed(op)
         handler = _HANDLERS.get(type(op))
         if handler is not None:
             return handler.__get__(self)(cur, op)
@@ -465,6 +466,7 @@ class PostgresStore(Store):
             (op.namespace, list(set(op.ids))),
         ).fetchall()
         audit.purge_edges(cur, op.namespace, op.ids)
+        audit.forget_provenance(cur, op.namespace, op.ids)  # the queries that found them
         self._forget_stats(cur, op.namespace, rows)
         return len(rows)
 

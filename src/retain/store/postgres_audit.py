@@ -14,12 +14,30 @@ from retain.record import utcnow
 from retain.store.audit_chain import GENESIS_HASH, AuditEntry, RawAudit, audit_hash
 from retain.store.edges import Edge, EdgeType, check_edge
 from retain.store.postgres_sql import APPEND_ONLY_TRIGGERS
-from retain.store.sqlite_audit import AUDIT_KEYS
+from retain.store.sqlite_audit import AUDIT_KEYS, PREFILTER_IDS, cited, withheld
 from retain.store.sqlite_rows import from_us, to_us
 
-__all__ = ["HANDLERS", "purge_edges"]
+__all__ = ["HANDLERS", "forget_provenance", "purge_edges"]
 
 _DIRECTIONS = ("out", "in", "both")
+
+
+def forget_provenance(cur: Any, namespace: str, ids: Iterable[str]) -> int:
+    """Withhold the query and state of every provenance of ``namespace`` citing one of ``ids``; see
+    :func:`retain.store.sqlite_audit.forget_provenance`. Returns the number changed."""
+    wanted, changed = set(ids), 0
+    sql, params = "SELECT id, body FROM provenance WHERE namespace = %s", [namespace]
+    if len(wanted) <= PREFILTER_IDS:  # only the bodies that hold one of the ids are parsed
+        sql += " AND (" + " OR ".join("strpos(body, %s) > 0" for _ in wanted) + ")"
+        params += sorted(wanted)
+    for pid, text in cur.execute(sql, params).fetchall():
+        body = json.loads(text)
+        named = cited(body, wanted)
+        if named:
+            new = json.dumps(withheld(body, named), ensure_ascii=False, sort_keys=True)
+            cur.execute("UPDATE provenance SET body = %s WHERE id = %s", (new, pid))
+            changed += 1
+    return changed
 
 
 def append_audit(cur: Any, op: store_ops.AppendAudit) -> int:
@@ -39,7 +57,7 @@ def append_audit(cur: Any, op: store_ops.AppendAudit) -> int:
         "policy": entry.policy,
         "details": entry.details,
     }
-    digest = audit_hash(prev, fields)
+    digest = audit_hash(prev, fields, op.key)
     details = json.dumps(entry.details, ensure_ascii=False, sort_keys=True)
     seq = cur.execute(
         "INSERT INTO audit (ts, namespace, op, record_id, actor, reason, policy, details, prev_hash, hash) "
@@ -62,10 +80,16 @@ def append_audit(cur: Any, op: store_ops.AppendAudit) -> int:
 
 def read_audit(cur: Any, op: store_ops.ReadAudit) -> list[dict[str, Any]]:
     """Entries of one namespace (or all) in seq order, ``details`` parsed."""
-    sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit"
+    clauses: list[str] = []
     params: tuple[Any, ...] = ()
     if op.namespace is not None:
-        sql, params = sql + " WHERE namespace = %s", (op.namespace,)
+        clauses, params = ["namespace = %s"], (op.namespace,)
+    if op.record_ids is not None:
+        clauses.append("record_id = ANY(%s)")
+        params += (list(op.record_ids),)
+    sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit"
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
     sql += " ORDER BY seq"
     if op.limit is not None:
         sql += f" LIMIT {int(op.limit)}"

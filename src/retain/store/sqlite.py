@@ -41,7 +41,14 @@ from retain.record import MemoryRecord, Tier, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
 from retain.store.sqlite_ann import AnnConfig, AnnSet, bump_epoch
-from retain.store.sqlite_audit import append_audit, get_provenance, put_provenance, read_audit, read_audit_raw
+from retain.store.sqlite_audit import (
+    append_audit,
+    forget_provenance,
+    get_provenance,
+    put_provenance,
+    read_audit,
+    read_audit_raw,
+)
 from retain.store.sqlite_browse import audit_histogram, namespace_stats, page_ids, query_audit
 from retain.store.sqlite_edges import list_edges, purge_edges, put_edges
 from retain.store.sqlite_index import NamespaceIndex, build_index, nearest
@@ -243,6 +250,7 @@ class SQLiteStore(Store):
         return results
 
     def _run(self, op: store_ops.Op) -> Any:
+        op = self.keyed(op)
         on_connection = _CONNECTION_HANDLERS.get(type(op))
         if on_connection is not None:
             return on_connection(self._conn, op)
@@ -502,6 +510,7 @@ class SQLiteStore(Store):
             ).fetchall()
         ]
         purge_edges(self._conn, op.namespace, op.ids)  # never dangling
+        forget_provenance(self._conn, op.namespace, op.ids)  # the queries that found them
         return self._purge_rowids(op.namespace, rowids)
 
     def _delete_namespace(self, op: store_ops.DeleteNamespace) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from retain.errors import InvalidInput
@@ -17,7 +18,18 @@ from retain.store.ops import AppendAudit, GetProvenance, PutProvenance, ReadAudi
 from retain.store.sqlite_rows import from_us, to_us
 from retain.store.sqlite_schema import APPEND_ONLY_TRIGGER_SQL, APPEND_ONLY_TRIGGERS, trigger_sql_key
 
-__all__ = ["AUDIT_KEYS", "append_audit", "get_provenance", "put_provenance", "read_audit", "read_audit_raw"]
+__all__ = [
+    "AUDIT_KEYS",
+    "WITHHELD_QUERY",
+    "append_audit",
+    "cited",
+    "forget_provenance",
+    "get_provenance",
+    "put_provenance",
+    "read_audit",
+    "read_audit_raw",
+    "withheld",
+]
 
 AUDIT_KEYS = ("seq", "ts", "namespace", "op", "record_id", "actor", "reason", "policy", "details", "prev_hash", "hash")
 """The columns of an audit entry, in the order :class:`~retain.store.ReadAudit` reads them."""
@@ -44,7 +56,7 @@ def append_audit(conn: sqlite3.Connection, op: AppendAudit) -> int:
         "policy": entry.policy,
         "details": json.loads(stored_details),
     }
-    digest = audit_hash(prev, fields)
+    digest = audit_hash(prev, fields, op.key)
     cur = conn.execute(
         "INSERT INTO audit (ts, namespace, op, record_id, actor, reason, policy, details, prev_hash, hash) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -66,11 +78,16 @@ def append_audit(conn: sqlite3.Connection, op: AppendAudit) -> int:
 
 def read_audit(conn: sqlite3.Connection, op: ReadAudit) -> list[dict[str, Any]]:
     """Entries of one namespace (or all) in seq order, ``details`` parsed (see :class:`ReadAudit`)."""
-    sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit"
+    clauses: list[str] = []
     params: tuple[Any, ...] = ()
     if op.namespace is not None:
-        sql += " WHERE namespace = ?"
-        params = (op.namespace,)
+        clauses, params = ["namespace = ?"], (op.namespace,)
+    if op.record_ids is not None:
+        clauses.append("record_id IN (SELECT value FROM json_each(?))")
+        params += (json.dumps(list(op.record_ids)),)
+    sql = f"SELECT {', '.join(AUDIT_KEYS)} FROM audit"
+    if clauses:
+        sql += " WHERE " + " AND ".join(clauses)
     sql += " ORDER BY seq"
     if op.limit is not None:
         sql += f" LIMIT {int(op.limit)}"
@@ -117,3 +134,43 @@ def get_provenance(conn: sqlite3.Connection, op: GetProvenance) -> dict[str, Any
     if row is None:
         return None
     return {"id": row[0], "namespace": row[1], "created_at": from_us(row[2]), "body": json.loads(row[3])}
+
+
+WITHHELD_QUERY = "[withheld: a record it cited was deleted]"
+"""The ``query`` of a provenance once a record it cited is deleted (:func:`forget_provenance`)."""
+
+
+PREFILTER_IDS = 32
+"""Up to this many deleted ids, :func:`forget_provenance` reads only the bodies that contain one."""
+
+
+def cited(body: dict[str, Any], ids: set[str]) -> list[str]:
+    """The ids among ``ids`` that a provenance ``body`` names (included or left out), sorted."""
+    entries = [*body.get("items", []), *body.get("left_out", [])]
+    return sorted(ids & {e.get("record_id") for e in entries if isinstance(e, dict)})
+
+
+def withheld(body: dict[str, Any], named: list[str]) -> dict[str, Any]:
+    """``body`` with its query and state withheld and ``named`` added to ``forgotten``."""
+    return {**body, "query": WITHHELD_QUERY, "state": None, "forgotten": sorted({*body.get("forgotten", []), *named})}
+
+
+def forget_provenance(conn: sqlite3.Connection, namespace: str, ids: Sequence[str]) -> int:
+    """Withhold the query and state of every provenance of ``namespace`` that cites one of ``ids``
+    (records being deleted): the query that found a record can repeat what it said, so a delete
+    takes it too, not only ``delete_all``. The provenance keeps its record ids, scores and token
+    counts; ``query`` becomes :data:`WITHHELD_QUERY`, ``state`` None, and ``forgotten`` lists the
+    deleted ids it cited. Returns the number of provenances changed."""
+    wanted, changed = set(ids), 0
+    sql, params = "SELECT id, body FROM provenance WHERE namespace = ?", [namespace]
+    if len(wanted) <= PREFILTER_IDS:  # only the bodies that hold one of the ids are parsed
+        sql += " AND (" + " OR ".join("instr(body, ?) > 0" for _ in wanted) + ")"
+        params += sorted(wanted)
+    for pid, text in conn.execute(sql, params).fetchall():
+        body = json.loads(text)
+        named = cited(body, wanted)
+        if named:
+            new = json.dumps(withheld(body, named), ensure_ascii=False, sort_keys=True)
+            conn.execute("UPDATE provenance SET body = ? WHERE id = ?", (new, pid))
+            changed += 1
+    return changed
