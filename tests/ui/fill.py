@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from retain.config import MemoryConfig
 from retain.encoders.basis import HashingEncoder
 from retain.memory import Memory
 from retain.retention.budget import Budget
@@ -27,6 +28,9 @@ class Filled:
     secret_id: str
     plain_id: str
     provenance_id: str
+    conflicts: tuple[tuple[str, str], ...] = ()
+    """``(namespace, conflict id)`` of the open conflicts (ids ``<new id>:<old id>``): one in ``rules``
+    and one in ``rules2``."""
 
 
 def fill(path: Path, ns: str = "trip") -> Filled:
@@ -41,4 +45,23 @@ def fill(path: Path, ns: str = "trip") -> Filled:
             mem.add(f"Turn {i}: chatter about the weather number {i}", namespace=ns, segment="s1", seq=i)
         ctx = mem.context("which hotel and budget?", namespace=ns, budget_tokens=40)
         mem.add("A namespace whose name is markup", namespace=EVIL)
-    return Filled(path, old_id, new_id, secret_id, plain_id, ctx.provenance_id)
+    return Filled(path, old_id, new_id, secret_id, plain_id, ctx.provenance_id, conflicts=_conflicts(path))
+
+
+RULES = (
+    ("The total budget must stay under 5,000 EUR.", "The total budget must stay under 4,000 EUR."),
+    ("The flight must land before 9 pm.", "The flight must land before 6 pm."),
+)
+
+
+def _conflicts(path: Path) -> tuple[tuple[str, str], ...]:
+    """Namespaces ``rules`` and ``rules2``: a pair of contradicting hard constraints stated in one call
+    in each, an open conflict (the shipped conflict model decides)."""
+    config = MemoryConfig(conflict_model="shipped")
+    found = []
+    with Memory(path, encoder=HashingEncoder(64), config=config, state_scorer=False) as mem:
+        for ns, pair in zip(("rules", "rules2"), RULES, strict=True):
+            mem.add_many([{"content": text, "type": "hard_constraint"} for text in pair], namespace=ns)
+            (conflict,) = mem.conflicts(ns)
+            found.append((ns, conflict.id))
+    return tuple(found)

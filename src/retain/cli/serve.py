@@ -85,6 +85,10 @@ def serve_command(
             help="'rules' (default) or 'shipped': the learned conflict model decides supersedes and open conflicts.",
         ),
     ] = "rules",
+    inline: Annotated[
+        bool,
+        typer.Option("--inline/--threaded", help="Memory calls on the event loop, or a worker thread."),
+    ] = True,
     ui: Annotated[
         bool,
         typer.Option(
@@ -115,7 +119,7 @@ def serve_command(
         mounts["/ui"] = mounted(memory)
     try:
         serve(
-            AsyncMemory(memory),
+            AsyncMemory(memory, inline=inline),
             store,
             host=host,
             port=port,

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["WRITE_ACTIONS", "create_app"]
 
 HERE = Path(__file__).parent
-WRITE_ACTIONS = ("pin", "unpin", "forget")
-"""The record page's write buttons (role write or admin)."""
+WRITE_ACTIONS = ("pin", "unpin", "forget", "resolve")
+"""The write buttons of the record page and the conflicts sections (role write or admin)."""
 
 _ENV = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
 
@@ -141,11 +141,17 @@ def _routes(app: FastAPI, dash: Dashboard, authorise: Authorise) -> None:
         if dash.read_only():
             raise HTTPException(403, "the audit chain is broken: the dashboard is read-only")
         reason = f"dashboard: {principal.name}"
+        base = request.scope.get("root_path", "")
+        if action == "resolve":
+            keep = str(form.get("keep", ""))
+            dash.memory.resolve_conflict(rid, namespace=ns, keep=keep, actor=principal.actor, reason=reason)
+            back = str(form.get("back", ""))
+            target = f"{base}/record?id={_q(back)}&done=resolve&ns=" if back else f"{base}/records?done=resolve&ns="
+            return RedirectResponse(target + _q(ns), status_code=303)
         if action == "forget":
             dash.memory.forget(rid, namespace=ns, actor=principal.actor, reason=reason)
         else:
             getattr(dash.memory, action)(rid, namespace=ns, actor=principal.actor, reason=reason)
-        base = request.scope.get("root_path", "")
         target = f"{base}/records?ns=" if action == "forget" else f"{base}/record?id={_q(rid)}&done={action}&ns="
         return RedirectResponse(target + _q(ns), status_code=303)
 
