@@ -4,6 +4,7 @@ constraint, evictions by a budget, a packed context, and namespaces whose names 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,12 +13,29 @@ from retain.encoders.basis import HashingEncoder
 from retain.memory import Memory
 from retain.retention.budget import Budget
 
-__all__ = ["EVIL", "SECRET", "Filled", "fill"]
+__all__ = ["EVAL_REPORT", "EVIL", "SECRET", "Filled", "fill"]
 
 SECRET = "ada.lovelace@example.org"
 """Stored in a record; must never reach a page unless revealed."""
 EVIL = "<script>alert(1)</script>"
 """Markup used as a namespace and as a query."""
+
+
+EVAL_REPORT = {
+    "dataset": "locomo:locomo_dev.json",
+    "runs": [
+        {"policy": "full", "budget": 1.0, "retriever": "learned", "recall@10": 0.8},
+        *(
+            {"policy": policy, "budget": budget, "recall@10": recall, "hit_rate": hit}
+            for policy, budget, recall, hit in (
+                ("lru", 0.1, 0.31, 0.4), ("lru", 0.25, 0.48, 0.55), ("lru", 0.5, 0.66, 0.74),
+                ("utility", 0.1, 0.42, 0.5), ("utility", 0.25, 0.61, 0.7), ("utility", 0.5, 0.72, 0.8),
+            )
+        ),
+    ],
+}  # fmt: skip
+"""An evaluation report (the shape ``retain eval locomo --budget ... --json`` writes), figures made
+up for the tests; :func:`fill` writes it beside the store (``<store>.eval.json``)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +63,7 @@ def fill(path: Path, ns: str = "trip") -> Filled:
             mem.add(f"Turn {i}: chatter about the weather number {i}", namespace=ns, segment="s1", seq=i)
         ctx = mem.context("which hotel and budget?", namespace=ns, budget_tokens=40)
         mem.add("A namespace whose name is markup", namespace=EVIL)
+    path.with_name(path.name + ".eval.json").write_text(json.dumps(EVAL_REPORT), encoding="utf-8")
     return Filled(path, old_id, new_id, secret_id, plain_id, ctx.provenance_id, conflicts=_conflicts(path))
 
 

@@ -197,3 +197,10 @@ def test_a_read_only_principal_sees_conflicts_but_no_resolve_button_and_a_forged
     assert page.request.post(base + "/record/resolve", form=form).status == 403
     assert [c.id for c in mem.conflicts(ns)] == [conflict_id]  # still open
     assert not [e for e in mem.store.audit_log(ns) if e["op"] == "resolve_conflict"]
+
+
+def test_the_budget_page_draws_the_last_evaluation(server: str, watched) -> None:
+    page = watched(1280).visit(server + "/budget?ns=trip")
+    assert page.get_by_role("img", name="recall@10 (hot memory) against the budget").count() == 1
+    assert page.get_by_role("img", name="hit rate (evidence held) against the budget").count() == 1
+    assert "store.db.eval.json" in page.locator("#evaluation").inner_text()

@@ -33,7 +33,9 @@ WRITE_ACTIONS = ("pin", "unpin", "forget", "resolve")
 _ENV = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
 
 
-def create_app(memory: Memory, authorise: Authorise, *, secret: bytes | None = None) -> FastAPI:
+def create_app(
+    memory: Memory, authorise: Authorise, *, secret: bytes | None = None, eval_json: Path | None = None
+) -> FastAPI:
     """The dashboard over ``memory``; ``authorise`` names the caller of each request and their roles.
 
     Args:
@@ -41,10 +43,12 @@ def create_app(memory: Memory, authorise: Authorise, *, secret: bytes | None = N
         authorise: the hook (:data:`~retain.ui.auth.Authorise`); ``retain ui`` passes
             :func:`~retain.ui.auth.local_admin`.
         secret: key of the forms' CSRF tokens; default a random one per app.
+        eval_json: the evaluation report whose budget-performance curve the budget page draws
+            (:mod:`retain.ui.evaluation`); default ``<store file>.eval.json``.
 
     Returns: a FastAPI app whose pages are relative to where it is mounted.
     """
-    dash = Dashboard(memory, secret=secret or secrets.token_bytes(32))
+    dash = Dashboard(memory, secret=secret or secrets.token_bytes(32), eval_json=eval_json)
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.dashboard = dash
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
