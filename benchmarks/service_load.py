@@ -4,22 +4,29 @@ process and then two processes over one database file, on loopback.
 Prints, for each configuration: requests/s, errors, lost writes (acknowledged ids missing from the
 store afterwards), and p50 / p95 / p99 latency per operation (ms, measured by the clients, queueing
 in the server included). Then the REST overhead: the p50 of one client's sequential requests minus
-the p50 of the same calls made in-process on a ``Memory`` over the same file; beside it, the p50 of
-the time the server's app spent on them (its ``Server-Timing`` header: auth, validation, the call,
-encoding; no network, no client).
+the p50 of the same calls made in-process on a ``Memory`` over the same file, interleaved call by
+call (the client is ``http.client``; beside it the same with httpx, and the p50 of the time the
+server's app spent on them: its ``Server-Timing`` header, auth, validation, the call, encoding; no
+network, no client). Last, a summary of the figures against the targets (0 errors, 0 lost writes,
+overhead <= 5 ms).
+
+The servers run their Memory calls on the event loop (``retain serve``'s default ``--inline``);
+``--threaded`` runs them with ``--threaded`` (a worker thread) instead, for comparison.
 
 The embedding is ``HashingEncoder(256)`` (``--encoder hashing-256``) so the figures measure the
 service (HTTP, JSON, auth, the store and the search path), not the MiniLM model. The store is
 seeded with ``--seed-records`` records in one namespace first. Loopback only (127.0.0.1); every
 client runs in this process on asyncio with httpx.
 
-    python benchmarks/service_load.py [--seconds 60] [--clients 50] [--seed-records 1000]
+    python benchmarks/service_load.py [--seconds 60] [--clients 50] [--seed-records 1000] [--threaded]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
+import json
 import os
 import random
 import subprocess
@@ -53,10 +60,12 @@ def query(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(3))
 
 
-def start_server(db: Path, keys: Path, folder: Path, n: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    db: Path, keys: Path, folder: Path, n: int, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen[bytes], str]:
     ready = folder / f"ready{n}"
     cmd = [sys.executable, "-c", "from retain.cli.app import app; app()", "serve", "--db", str(db), "--keys", str(keys)]
-    cmd += ["--encoder", "hashing-256", "--port", "0", "--ready-file", str(ready)]
+    cmd += ["--encoder", "hashing-256", "--port", "0", "--ready-file", str(ready), *extra]
     log = open(folder / f"serve{n}.log", "ab")  # noqa: SIM115 - lives as long as the process
     proc = subprocess.Popen(cmd, stdout=log, stderr=log, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     deadline = time.monotonic() + STARTUP_SECONDS
@@ -79,6 +88,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 @dataclass
 class Stats:
     latency: dict[str, list[float]] = field(default_factory=lambda: {"search": [], "add": []})
+    app: dict[str, list[float]] = field(default_factory=lambda: {"search": [], "add": []})
     errors: dict[str, int] = field(default_factory=lambda: {"search": 0, "add": 0})
     acknowledged: list[str] = field(default_factory=list)
     first_errors: list[str] = field(default_factory=list)
@@ -103,8 +113,10 @@ async def client_loop(client: httpx.AsyncClient, rng: random.Random, stats: Stat
             stats.errors[op] += 1
             if len(stats.first_errors) < 3:
                 stats.first_errors.append(f"{op}: {detail}")
-        elif op == "add":
-            stats.acknowledged.append(response.json()["id"])
+        else:
+            stats.app[op].append(float(response.headers.get("server-timing", "dur=nan").partition("dur=")[2]) / 1000)
+            if op == "add":
+                stats.acknowledged.append(response.json()["id"])
         i += 1
 
 
@@ -129,7 +141,8 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values) * 1000, q)) if values else float("nan")
 
 
-def report(title: str, db: Path, stats: Stats, wall: float) -> None:
+def report(title: str, db: Path, stats: Stats, wall: float) -> tuple[int, int]:
+    """Print the run's figures; returns (errors, lost writes)."""
     with Memory(db, encoder=HashingEncoder(256), state_scorer=False) as mem:
         stored = {r.id for r in mem.records(namespace=NAMESPACE, include_superseded=True)}
     lost = [rid for rid in stats.acknowledged if rid not in stored]
@@ -140,52 +153,93 @@ def report(title: str, db: Path, stats: Stats, wall: float) -> None:
     for op, values in stats.latency.items():
         print(
             f"  {op:6s} n={len(values):6d}  p50 {pct(values, 50):7.1f} ms  p95 {pct(values, 95):7.1f} ms  "
-            f"p99 {pct(values, 99):7.1f} ms"
+            f"p99 {pct(values, 99):7.1f} ms  (in the server app: p50 {pct(stats.app[op], 50):6.1f} ms)"
         )
     for line in stats.first_errors:
         print(f"  first errors: {line}")
+    return sum(stats.errors.values()), len(lost)
 
 
-def overhead(db: Path, url: str, key: str, n: int = 200) -> None:
+class RawClient:
+    """One keep-alive HTTP/1.1 connection with the standard library's ``http.client``: the leanest
+    Python client, so the overhead measured is the service's, not the client library's."""
+
+    def __init__(self, url: str, key: str) -> None:
+        host, _, port = url.removeprefix("http://").partition(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        self.headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def post(self, path: str, body: dict[str, object]) -> tuple[int, float]:
+        """POST ``body``; returns the status and the server's ``Server-Timing`` app time (seconds)."""
+        self.conn.request("POST", path, json.dumps(body).encode(), self.headers)
+        response = self.conn.getresponse()
+        response.read()
+        return response.status, float((response.getheader("server-timing") or "dur=nan").partition("dur=")[2]) / 1000
+
+    def healthz(self) -> None:
+        self.conn.request("GET", "/healthz")
+        self.conn.getresponse().read()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def overhead(db: Path, url: str, key: str, n: int = 200) -> dict[str, float]:
     """p50 of ``n`` sequential searches, then ``n // 2`` adds, over HTTP (one client) minus p50 of the
     same calls in-process, interleaved call by call so that a change in the machine's load hits both
-    alike. The searches read the seeded namespace and nothing writes meanwhile; each side adds to a
-    namespace of its own, so neither pays for following the other's writes."""
+    alike. Each call is made three ways in a row: with ``http.client`` (:class:`RawClient`), in-process
+    on a ``Memory`` over the same file, and with httpx. The searches read the seeded namespace and
+    nothing writes meanwhile; each side adds to a namespace of its own, so neither pays for following
+    the other's writes. Returns the p50 differences (ms) by op, ``http.client`` side."""
     rng = random.Random(7)
-    rest: dict[str, list[float]] = {"search": [], "add": []}
-    local: dict[str, list[float]] = {"search": [], "add": []}
+    ops = ("search", "add")
+    rest: dict[str, list[float]] = {op: [] for op in ops}
+    viahttpx: dict[str, list[float]] = {op: [] for op in ops}
+    local: dict[str, list[float]] = {op: [] for op in ops}
+    inside: dict[str, list[float]] = {op: [] for op in ops}
     floor: list[float] = []
-    inside: dict[str, list[float]] = {"search": [], "add": []}
     calls = [("search", query(rng)) for _ in range(n)] + [("add", sentence(rng, f"o{i}")) for i in range(n // 2)]
-    headers = {"Authorization": f"Bearer {key}"}
+    raw = RawClient(url, key)
     with (
-        httpx.Client(base_url=url, headers=headers, timeout=60) as client,
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client,
         Memory(db, encoder=HashingEncoder(256)) as mem,
     ):
-        for op, text in calls:
-            t0 = time.perf_counter()
+        for i, (op, text) in enumerate(calls):
             if op == "search":
-                response = client.post("/v1/search", json={"namespace": NAMESPACE, "query": text, "k": 10})
-                t1 = time.perf_counter()
+                body: dict[str, object] = {"namespace": NAMESPACE, "query": text, "k": 10}
+                path, status_ok = "/v1/search", 200
+            else:
+                body, path, status_ok = {"namespace": "bench/rest", "content": text}, "/v1/memories", 201
+            t0 = time.perf_counter()
+            status, app = raw.post(path, body)
+            t1 = time.perf_counter()
+            if op == "search":
                 mem.search(text, namespace=NAMESPACE, k=10)
             else:
-                response = client.post("/v1/memories", json={"namespace": "bench/rest", "content": text})
-                t1 = time.perf_counter()
                 mem.add(text, namespace="bench/local")
-            response.raise_for_status()
-            inside[op].append(float(response.headers["server-timing"].partition("dur=")[2]) / 1000)
             t2 = time.perf_counter()
-            client.get("/healthz").raise_for_status()
-            floor.append(time.perf_counter() - t2)
+            second = {**body, "content": f"{text} (httpx {i})"} if op == "add" else body
+            response = client.post(path, json=second)
+            t3 = time.perf_counter()
+            raw.healthz()
+            floor.append(time.perf_counter() - t3)
+            assert status == status_ok and response.status_code == status_ok, (status, response.text)
             rest[op].append(t1 - t0)
             local[op].append(t2 - t1)
-    print("\nREST overhead (one client, sequential, interleaved; p50 over HTTP minus p50 in-process, one store):")
-    for op in ("search", "add"):
-        a, b = pct(rest[op], 50), pct(local[op], 50)
+            viahttpx[op].append(t3 - t2)
+            inside[op].append(app)
+    raw.close()
+    print("\nREST overhead (one client, sequential, interleaved call by call; p50 over HTTP minus p50 in-process):")
+    diffs = {}
+    for op in ops:
+        a, b, h, app = pct(rest[op], 50), pct(local[op], 50), pct(viahttpx[op], 50), pct(inside[op], 50)
+        diffs[op] = a - b
         print(f"  {op:6s} n={len(rest[op]):4d}  REST p50 {a:6.2f} ms  in-process p50 {b:6.2f} ms  ", end="")
-        app = pct(inside[op], 50)
-        print(f"overhead {a - b:+6.2f} ms  (in the server app: p50 {app:6.2f} ms, {app - b:+6.2f} ms)")
+        print(f"overhead {a - b:+6.2f} ms")
+        print(f"         with httpx p50 {h:6.2f} ms ({h - b:+6.2f} ms); ", end="")
+        print(f"in the server app p50 {app:6.2f} ms ({app - b:+6.2f} ms)")
     print(f"  round trip of GET /healthz (no key, no store), p50 {pct(floor, 50):.2f} ms: HTTP on this machine alone")
+    return diffs
 
 
 def main() -> None:
@@ -193,6 +247,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="Duration of each load run (seconds).")
     parser.add_argument("--clients", type=int, default=50, help="Concurrent clients.")
     parser.add_argument("--seed-records", type=int, default=1000, help="Records stored before the load.")
+    parser.add_argument("--threaded", action="store_true", help="Run the servers with --threaded.")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="retain-load-"))
     db, keys = folder / "load.db", folder / "keys.json"
@@ -203,20 +258,29 @@ def main() -> None:
     print(f"service_load: {args.clients} clients, {args.seconds:.0f} s a run, 80% search / 20% add, k=10,")
     print(f"  hashing-256 encoder, {args.seed_records} seed records in one namespace, loopback, store {db}")
 
-    one, url = start_server(db, keys, folder, 1)
+    extra = ("--threaded",) if args.threaded else ()
+    print(f"  servers run Memory calls {'on a worker thread (--threaded)' if args.threaded else 'inline (--inline)'}")
+    results: list[tuple[str, int, int]] = []
+    one, url = start_server(db, keys, folder, 1, extra)
     try:
         stats, wall = asyncio.run(load([url], key, args.clients, args.seconds))
-        report("one server process", db, stats, wall)
-        overhead(db, url, key)
+        results.append(("one server process", *report("one server process", db, stats, wall)))
+        diffs = overhead(db, url, key)
     finally:
         stop(one)
-    procs = [start_server(db, keys, folder, n) for n in (2, 3)]
+    procs = [start_server(db, keys, folder, n, extra) for n in (2, 3)]
     try:
         stats, wall = asyncio.run(load([u for _, u in procs], key, args.clients, args.seconds))
-        report("two server processes, one store file", db, stats, wall)
+        title = "two server processes, one store file"
+        results.append((title, *report(title, db, stats, wall)))
     finally:
         for proc, _ in procs:
             stop(proc)
+    print("\nsummary (targets: 0 errors, 0 lost writes, REST overhead p50 <= 5 ms):")
+    for title, errors, lost in results:
+        print(f"  {title}: errors {errors}, lost writes {lost}: {'met' if errors == lost == 0 else 'NOT met'}")
+    for op, diff in diffs.items():
+        print(f"  REST overhead, {op}: {diff:+.2f} ms p50: {'met' if diff <= 5 else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -124,6 +124,8 @@ def main() -> None:
             "records": f"/records?ns={NS}",
             "records, deep page": f"/records?ns={NS}&after={deep}",
             "records, text search": f"/records?ns={NS}&q=kayak+museum",
+            "records, broad search": f"/records?ns={NS}&q=kayak",
+            "records, search, deep": f"/records?ns={NS}&q=kayak&after={deep}",
             "records, filters": f"/records?ns={NS}&type=fact&tier=archive&pinned=no&superseded=yes",
             "record (superseded)": f"/record?ns={NS}&id={superseded}",
             "budget": f"/budget?ns={NS}",
@@ -133,6 +135,9 @@ def main() -> None:
             "diff": f"/diff?ns={NS}&a={head - 500}&b={head}",
         }
         print(f"{mem.store.count(NS, ALL_RECORDS):,} records in namespace {NS!r}; {head:,} audit entries")
+        broad = mem.store.page_ids(NS, ALL_RECORDS, terms=("kayak",), limit=1).total
+        narrow = mem.store.page_ids(NS, ALL_RECORDS, terms=("kayak", "museum"), limit=1).total
+        print(f"text searches: 'kayak museum' matches {narrow:,} records, 'kayak' {broad:,}")
         print(f"{'page':24s} {'median ms':>10s} {'p95 ms':>8s} {'HTML KB':>8s}")
         worst = 0.0
         for name, url in pages.items():

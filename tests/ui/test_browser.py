@@ -28,6 +28,7 @@ def pages(f: Filled) -> dict[str, str]:
         "timeline": "/timeline?ns=trip",
         "audit": "/audit?ns=trip",
         "diff": "/diff?ns=trip&a=0&b=1000",
+        "conflicts": "/records?ns=rules2",
     }
 
 
@@ -157,3 +158,49 @@ def test_a_store_locked_by_a_writer_still_loads(server: str, filled: Filled, wat
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+
+
+def test_conflicts_are_shown_and_a_writer_resolves_one_audited(server: str, filled: Filled, watched) -> None:
+    (ns, conflict_id), _ = filled.conflicts
+    new_id, old_id = conflict_id.split(":")
+    w = watched(1280)
+    assert w.visit(server + "/").locator(f'a[href$="ns={ns}#conflicts"]').inner_text() == "1"
+    page = w.visit(server + f"/records?ns={ns}")
+    section = page.locator("section:has(#conflicts)")
+    assert "5,000 EUR" in section.inner_text() and "4,000 EUR" in section.inner_text()
+    assert "Which holds now" in section.locator(".question").inner_text()
+    page = w.visit(server + f"/record?ns={ns}&id={old_id}")
+    page.get_by_label("Keep").select_option("new")
+    page.get_by_role("button", name="Resolve conflict").focus()
+    page.keyboard.press("Enter")  # keyboard-usable
+    page.wait_for_url("**done=resolve*")
+    assert page.locator("#successor").inner_text() == new_id  # the newer rule retired the older one
+    assert page.locator("section:has(#conflicts)").inner_text().endswith("None.")
+    audit = w.visit(server + f"/audit?ns={ns}&op=resolve_conflict")
+    row = audit.locator("table.audit tbody tr").first
+    text = row.inner_text()
+    assert old_id in text and "dashboard: local-admin" in text and "keep=new" in text
+    assert w.problems == []
+
+
+def test_a_read_only_principal_sees_conflicts_but_no_resolve_button_and_a_forged_resolve_gets_403(
+    filled: Filled, serve_app, watched
+) -> None:
+    _, (ns, conflict_id) = filled.conflicts
+    mem = Memory(filled.path, encoder=HashingEncoder(64), state_scorer=False)
+    base = serve_app(create_app(mem, read_only("viewer")))
+    w = watched(1280)
+    page = w.visit(base + f"/records?ns={ns}")
+    assert "Which holds now" in page.locator("section:has(#conflicts)").inner_text()
+    assert page.get_by_role("button", name="Resolve conflict").count() == 0
+    form = {"ns": ns, "id": conflict_id, "keep": "both", "csrf": "x"}
+    assert page.request.post(base + "/record/resolve", form=form).status == 403
+    assert [c.id for c in mem.conflicts(ns)] == [conflict_id]  # still open
+    assert not [e for e in mem.store.audit_log(ns) if e["op"] == "resolve_conflict"]
+
+
+def test_the_budget_page_draws_the_last_evaluation(server: str, watched) -> None:
+    page = watched(1280).visit(server + "/budget?ns=trip")
+    assert page.get_by_role("img", name="recall@10 (hot memory) against the budget").count() == 1
+    assert page.get_by_role("img", name="hit rate (evidence held) against the budget").count() == 1
+    assert "store.db.eval.json" in page.locator("#evaluation").inner_text()

@@ -6,6 +6,7 @@ Added to the root app by :func:`register` (called by :mod:`retain.cli.app`).
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -27,6 +28,14 @@ UI_EXTRA = ("jinja2", "fastapi", "uvicorn", "multipart")
 def ui_cmd(
     db: DbOption = None,
     port: Annotated[int, typer.Option(help="TCP port on 127.0.0.1 (1..65535).", min=1, max=65535)] = 8765,
+    eval_json: Annotated[
+        Path | None,
+        typer.Option(
+            "--eval-json",
+            help="Evaluation report ('retain eval ... --json') whose budget-performance curve the budget page "
+            "draws (default <db>.eval.json).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the dashboard at http://127.0.0.1:PORT/ui/ (loopback only, no key: the local user is a
     trusted admin). Stops on Ctrl-C."""
@@ -42,7 +51,7 @@ def ui_cmd(
 
     with open_memory(db) as mem:
         root = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-        root.mount("/ui", create_app(mem, local_admin))
+        root.mount("/ui", create_app(mem, local_admin, eval_json=eval_json))
 
         @root.get("/", include_in_schema=False)
         def home() -> RedirectResponse:

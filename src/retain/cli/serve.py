@@ -85,6 +85,13 @@ def serve_command(
             help="'rules' (default) or 'shipped': the learned conflict model decides supersedes and open conflicts.",
         ),
     ] = "rules",
+    inline: Annotated[
+        bool,
+        typer.Option("--inline/--threaded", help="Memory calls on the event loop, or a worker thread."),
+    ] = True,
+    eval_json: Annotated[
+        Path | None, typer.Option("--eval-json", help="Evaluation report for /ui's budget page (<db>.eval.json).")
+    ] = None,
     ui: Annotated[
         bool,
         typer.Option(
@@ -107,15 +114,10 @@ def serve_command(
     )
     store = _keys(db, keys)
     typer.echo(f"retain serve: store {memory.store.location}, keys {store.path}", err=True)
-    mounts = {}
-    ui_extra = all(importlib.util.find_spec(name) is not None for name in ("jinja2", "multipart"))
-    if ui and ui_extra:
-        from retain.ui.service import mounted
-
-        mounts["/ui"] = mounted(memory)
+    mounts = _mounts(memory, ui, eval_json)
     try:
         serve(
-            AsyncMemory(memory),
+            AsyncMemory(memory, inline=inline),
             store,
             host=host,
             port=port,
@@ -125,6 +127,15 @@ def serve_command(
         )
     finally:
         memory.close()
+
+
+def _mounts(memory: Memory, ui: bool, eval_json: Path | None) -> dict[str, object]:
+    """``{"/ui": the dashboard}`` when asked and the 'ui' extra is installed, else ``{}``."""
+    if not ui or not all(importlib.util.find_spec(name) is not None for name in ("jinja2", "multipart")):
+        return {}
+    from retain.ui.service import mounted
+
+    return {"/ui": mounted(memory, eval_json=eval_json)}
 
 
 def _open(

@@ -34,17 +34,16 @@ def page_ids(conn: sqlite3.Connection, op: PageIds) -> IdPage:
     """One page of ids, newest written first, and the number matching on every page; see :class:`PageIds`."""
     if isinstance(op.limit, bool) or not isinstance(op.limit, int) or op.limit < 1:
         raise InvalidInput(f"limit: must be an int >= 1, got {op.limit!r}")
+    match = _fts_match(op.terms)
+    if op.terms and not match:
+        return IdPage([], 0)
+    if match:
+        return _text_page(conn, op, match)
     where, params = filter_sql(op.namespace, op.filter)
     clauses, values = [where], list(params)
     if op.pinned is not None:
         clauses.append("pinned = ?")
         values.append(int(bool(op.pinned)))
-    match = _fts_match(op.terms)
-    if match:
-        clauses.append("rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)")
-        values.append(match)
-    elif op.terms:
-        return IdPage([], 0)
     where_all = " AND ".join(clauses)
     total = int(conn.execute(f"SELECT COUNT(*) FROM records WHERE {where_all}", values).fetchone()[0])
     # Without statistics the planner walks records_ns in rowid order, reading rows until a page
@@ -53,15 +52,73 @@ def page_ids(conn: sqlite3.Connection, op: PageIds) -> IdPage:
     few = op.filter.types is not None and total <= _FEW
     source = "records INDEXED BY records_ns_stats" if few else "records"
     if op.after is not None:
-        row = conn.execute(
-            "SELECT rowid FROM records WHERE namespace = ? AND id = ?", (op.namespace, op.after)
-        ).fetchone()
-        if row is None:
-            raise InvalidInput(f"after: no record {op.after!r} in namespace {op.namespace!r}")
         where_all += " AND rowid < ?"
-        values.append(row[0])
+        values.append(_after_rowid(conn, op))
     sql = f"SELECT id FROM {source} WHERE {where_all} ORDER BY rowid DESC LIMIT {int(op.limit)}"
     return IdPage([r[0] for r in conn.execute(sql, values)], total)
+
+
+def _after_rowid(conn: sqlite3.Connection, op: PageIds) -> int:
+    row = conn.execute("SELECT rowid FROM records WHERE namespace = ? AND id = ?", (op.namespace, op.after)).fetchone()
+    if row is None:
+        raise InvalidInput(f"after: no record {op.after!r} in namespace {op.namespace!r}")
+    return int(row[0])
+
+
+def _text_page(conn: sqlite3.Connection, op: PageIds, match: str) -> IdPage:
+    """A page of a text search, driven by the full-text index: FTS5 yields the matching rowids
+    newest first (``ORDER BY rowid DESC`` and the cursor's ``rowid <`` run inside the index), each
+    joined to its record by rowid (``CROSS JOIN`` keeps that order), so a page reads about ``limit``
+    matches, not every one; the count joins every match once. Reading the FTS match set into an
+    ``IN (...)`` list first, as the filters do, walked the whole namespace for the count."""
+    where, params = filter_sql(op.namespace, op.filter, alias="r.")
+    clauses, values = [where], list(params)
+    if op.pinned is not None:
+        clauses.append("r.pinned = ?")
+        values.append(int(bool(op.pinned)))
+    source = "records_fts f CROSS JOIN records r ON r.rowid = f.rowid"
+    where_all = " AND ".join(["records_fts MATCH ?", *clauses])
+    total = _text_count(conn, op, match)
+    if total is None:
+        total = int(conn.execute(f"SELECT COUNT(*) FROM {source} WHERE {where_all}", [match, *values]).fetchone()[0])
+    values = [match, *values]
+    if op.after is not None:
+        where_all += " AND f.rowid < ?"
+        values.append(_after_rowid(conn, op))
+    sql = f"SELECT r.id FROM {source} WHERE {where_all} ORDER BY f.rowid DESC LIMIT {int(op.limit)}"
+    return IdPage([r[0] for r in conn.execute(sql, values)], total)
+
+
+def _text_count(conn: sqlite3.Connection, op: PageIds, match: str) -> int | None:
+    """The number of text matches that pass the filter, read from indexes alone, or None when the
+    filter names a column outside ``records_ns_stats`` (segments, positions, metadata, expiry).
+
+    The matches in the namespace are counted through ``records_ns`` (namespace, rowid: a covering
+    lookup per match, no record row read), less those among the namespace's records that fail the
+    filter, found in ``records_ns_stats`` (type, tier, pinned, superseded_by, event_time). Joining
+    every match to its record row instead reads tens of thousands of rows for a common word.
+    """
+    flt = op.filter
+    if any(v is not None for v in (flt.segments, flt.seqs, flt.where, flt.live_at)):
+        return None
+    in_namespace = conn.execute(
+        "SELECT COUNT(*) FROM records INDEXED BY records_ns WHERE namespace = ? "
+        "AND rowid IN (SELECT rowid FROM records_fts WHERE records_fts MATCH ?)",
+        (op.namespace, match),
+    ).fetchone()[0]
+    where, params = filter_sql(op.namespace, flt)
+    values = list(params)
+    if op.pinned is not None:
+        where += " AND pinned = ?"
+        values.append(int(bool(op.pinned)))
+    if where == "namespace = ?":
+        return int(in_namespace)
+    failing = conn.execute(  # NULL (an unknown event time against a bound) fails the filter, as in a WHERE
+        "SELECT COUNT(*) FROM records_fts WHERE records_fts MATCH ? AND rowid IN (SELECT rowid FROM records "
+        f"INDEXED BY records_ns_stats WHERE namespace = ? AND NOT COALESCE(({where}), 0))",
+        [match, op.namespace, *values],
+    ).fetchone()[0]
+    return int(in_namespace) - int(failing)
 
 
 def namespace_stats(conn: sqlite3.Connection, op: NamespaceStats) -> RecordStats:

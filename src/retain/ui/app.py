@@ -27,13 +27,15 @@ if TYPE_CHECKING:
 __all__ = ["WRITE_ACTIONS", "create_app"]
 
 HERE = Path(__file__).parent
-WRITE_ACTIONS = ("pin", "unpin", "forget")
-"""The record page's write buttons (role write or admin)."""
+WRITE_ACTIONS = ("pin", "unpin", "forget", "resolve")
+"""The write buttons of the record page and the conflicts sections (role write or admin)."""
 
 _ENV = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
 
 
-def create_app(memory: Memory, authorise: Authorise, *, secret: bytes | None = None) -> FastAPI:
+def create_app(
+    memory: Memory, authorise: Authorise, *, secret: bytes | None = None, eval_json: Path | None = None
+) -> FastAPI:
     """The dashboard over ``memory``; ``authorise`` names the caller of each request and their roles.
 
     Args:
@@ -41,10 +43,12 @@ def create_app(memory: Memory, authorise: Authorise, *, secret: bytes | None = N
         authorise: the hook (:data:`~retain.ui.auth.Authorise`); ``retain ui`` passes
             :func:`~retain.ui.auth.local_admin`.
         secret: key of the forms' CSRF tokens; default a random one per app.
+        eval_json: the evaluation report whose budget-performance curve the budget page draws
+            (:mod:`retain.ui.evaluation`); default ``<store file>.eval.json``.
 
     Returns: a FastAPI app whose pages are relative to where it is mounted.
     """
-    dash = Dashboard(memory, secret=secret or secrets.token_bytes(32))
+    dash = Dashboard(memory, secret=secret or secrets.token_bytes(32), eval_json=eval_json)
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.dashboard = dash
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
@@ -141,11 +145,17 @@ def _routes(app: FastAPI, dash: Dashboard, authorise: Authorise) -> None:
         if dash.read_only():
             raise HTTPException(403, "the audit chain is broken: the dashboard is read-only")
         reason = f"dashboard: {principal.name}"
+        base = request.scope.get("root_path", "")
+        if action == "resolve":
+            keep = str(form.get("keep", ""))
+            dash.memory.resolve_conflict(rid, namespace=ns, keep=keep, actor=principal.actor, reason=reason)
+            back = str(form.get("back", ""))
+            target = f"{base}/record?id={_q(back)}&done=resolve&ns=" if back else f"{base}/records?done=resolve&ns="
+            return RedirectResponse(target + _q(ns), status_code=303)
         if action == "forget":
             dash.memory.forget(rid, namespace=ns, actor=principal.actor, reason=reason)
         else:
             getattr(dash.memory, action)(rid, namespace=ns, actor=principal.actor, reason=reason)
-        base = request.scope.get("root_path", "")
         target = f"{base}/records?ns=" if action == "forget" else f"{base}/record?id={_q(rid)}&done={action}&ns="
         return RedirectResponse(target + _q(ns), status_code=303)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-__all__ = ["bars", "graph", "histogram", "line"]
+__all__ = ["bars", "graph", "histogram", "line", "xy"]
 
 _W, _H, _PAD = 640, 220, 40
 
@@ -68,6 +68,38 @@ def line(
     if ceiling is not None:
         y = xy(0, ceiling).split(",")[1]
         parts.append(f'<line x1="{_PAD}" y1="{y}" x2="{_W - 8}" y2="{y}" class="cap"><title>capacity</title></line>')
+    return _frame(label, "".join(parts))
+
+
+def xy(
+    series: Sequence[tuple[str, Sequence[tuple[float, float]]]], label: str, axes: tuple[str, str] = ("x", "y")
+) -> str:
+    """Lines through ``(x, y)`` points, one per ``(name, points)`` (points sorted by x), with a dot
+    per point titled with its values; ``axes`` names the x and y axes. y spans [0, max(1, top)]."""
+    points = [p for _, ps in series for p in ps]
+    if not points:
+        return _frame(label, '<text x="50%" y="50%" text-anchor="middle">no data</text>')
+    x_lo, x_hi = min(x for x, _ in points), max(x for x, _ in points)
+    x_hi = x_hi if x_hi > x_lo else x_lo + 1
+    hi = max(1.0, max(y for _, y in points))
+
+    def at(x: float, y: float) -> tuple[float, float]:
+        return _PAD + (_W - _PAD - 8) * (x - x_lo) / (x_hi - x_lo), _H - _PAD - (_H - 2 * _PAD) * (y / hi)
+
+    parts = [_axis_labels(0.0, hi, f"{axes[0]} {_fmt(x_lo)}", f"{axes[0]} {_fmt(x_hi)}")]
+    parts.append(f'<text x="{_PAD + 4}" y="{_PAD + 4}" class="tick">{escape(axes[1])}</text>')
+    for k, (name, ps) in enumerate(series):
+        coords = [at(x, y) for x, y in ps]
+        line_points = " ".join(f"{a:.1f},{b:.1f}" for a, b in coords)
+        parts.append(
+            f'<polyline class="s{k % 4}" fill="none" points="{line_points}"><title>{escape(name)}</title></polyline>'
+        )
+        for (a, b), (x, y) in zip(coords, ps, strict=True):
+            tip = escape(f"{name}: {axes[0]} {_fmt(x)}, {axes[1]} {_fmt(y)}")
+            parts.append(f'<circle class="s{k % 4}" cx="{a:.1f}" cy="{b:.1f}" r="3"><title>{tip}</title></circle>')
+        parts.append(
+            f'<text x="{_W - 8}" y="{_PAD - 8 - 14 * k}" class="tick s{k % 4}t" text-anchor="end">{escape(name)}</text>'
+        )
     return _frame(label, "".join(parts))
 
 

@@ -7,12 +7,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from retain.errors import InvalidInput
 from retain.safety.audit import verify_store
 from retain.store import QueryAudit
 from retain.ui.auth import Principal, Role
+from retain.ui.evaluation import default_path
 
 if TYPE_CHECKING:
     from retain.memory import Memory
@@ -38,8 +40,10 @@ class Dashboard:
     budget, else the one named by the newest eviction), and the audit status, re-verified only when
     the log's head moves (a full verification reads the whole log)."""
 
-    def __init__(self, memory: Memory, *, secret: bytes) -> None:
+    def __init__(self, memory: Memory, *, secret: bytes, eval_json: Path | None = None) -> None:
         self.memory = memory
+        self.eval_json = eval_json if eval_json is not None else default_path(memory.store.location)
+        """Where the budget page looks for the last evaluation report (:mod:`retain.ui.evaluation`)."""
         self.store = memory.store
         self.secret = secret
         self._lock = threading.Lock()

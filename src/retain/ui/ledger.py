@@ -12,7 +12,7 @@ from retain.errors import InvalidInput
 from retain.record import MemoryType
 from retain.sequence.segments import is_summary
 from retain.store import QueryAudit, RecordFilter
-from retain.ui import charts
+from retain.ui import charts, evaluation
 from retain.ui.context import Dashboard, parse_time, short_time
 from retain.ui.views import audit_row, record_row
 
@@ -116,6 +116,7 @@ def budget_page(dash: Dashboard, namespace: str) -> dict[str, Any]:
         ],
         "archive": archive,
         "archive_total": sum(n for _, n in archive),
+        "evaluation": evaluation.curves(dash.eval_json),
     }
 
 

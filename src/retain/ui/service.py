@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.exceptions import HTTPException
@@ -40,8 +41,9 @@ def from_service(request: Request) -> Principal:
     return Principal(caller.actor, can_reveal=admin, actor=caller.actor, resolve=resolve)
 
 
-def mounted(memory: Memory) -> Any:
-    """The dashboard app over ``memory`` with :func:`from_service` as its hook (mount it at ``/ui``)."""
+def mounted(memory: Memory, *, eval_json: Path | None = None) -> Any:
+    """The dashboard app over ``memory`` with :func:`from_service` as its hook (mount it at ``/ui``);
+    ``eval_json`` is the evaluation report of its budget page (default ``<store file>.eval.json``)."""
     from retain.ui.app import create_app
 
-    return create_app(memory, from_service)
+    return create_app(memory, from_service, eval_json=eval_json)

@@ -4,12 +4,13 @@ the :class:`~retain.Memory` and :class:`~retain.store.Store` APIs. Content is re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from retain.errors import InvalidInput
 from retain.record import MemoryRecord, MemoryType, Tier, parse_tier, parse_type
+from retain.safety.conflicts import Conflict
 from retain.safety.redaction import redact_record
 from retain.store import QueryAudit, RecordFilter
 from retain.text.lexical import index_terms
@@ -17,7 +18,15 @@ from retain.ui import charts
 from retain.ui.auth import Principal
 from retain.ui.context import Dashboard, parse_time, short_time
 
-__all__ = ["PAGE_SIZE", "namespace_rows", "record_page", "record_row", "records_page"]
+__all__ = [
+    "PAGE_SIZE",
+    "conflict_rows",
+    "namespace_rows",
+    "open_conflicts",
+    "record_page",
+    "record_row",
+    "records_page",
+]
 
 PAGE_SIZE = 50
 """Rows per page of the records table."""
@@ -76,17 +85,40 @@ def namespace_rows(dash: Dashboard, principal: Principal) -> list[dict[str, Any]
                 "hot": hot,
                 "capacity": capacity,
                 "use": None if not capacity else round(100 * hot / capacity),
-                "conflicts": open_conflicts(dash, ns),
+                "conflicts": len(open_conflicts(dash, ns)),
                 "last_activity": short_time(newest[0]["ts"]) if newest else "",
             }
         )
     return rows
 
 
-def open_conflicts(dash: Dashboard, namespace: str) -> list[Any] | None:
-    """The namespace's open conflicts when the memory reports them (``Memory.conflicts``), else None."""
-    conflicts = getattr(dash.memory, "conflicts", None)
-    return None if conflicts is None else list(conflicts(namespace))
+def open_conflicts(dash: Dashboard, namespace: str) -> list[Conflict]:
+    """The namespace's open conflicts (``Memory.conflicts``), oldest first; kept until the audit log's
+    head moves (opening or resolving a conflict is audited)."""
+    return dash.memo(("conflicts", namespace), lambda: list(dash.memory.conflicts(namespace)))
+
+
+def conflict_rows(conflicts: Sequence[Conflict], *, reveal: bool) -> list[dict[str, Any]]:
+    """Conflicts for the conflicts sections: id (what resolving takes), the clarifying question and
+    both records as table rows (redacted unless ``reveal``), the actor of the newer record, the rule
+    that opened it and the conflict model's probability (0..1, higher = more likely the newer record
+    replaces the older), opened at (UTC)."""
+    rows = []
+    for c in conflicts:
+        new, old = record_row(c.new, reveal=reveal), record_row(c.old, reveal=reveal)
+        rows.append(
+            {
+                "id": c.id,
+                "question": f'Which holds now: "{old["text"]}" or "{new["text"]}" (from {c.actor})?',
+                "new": new,
+                "old": old,
+                "actor": c.actor,
+                "reason": c.reason,
+                "probability": None if c.probability is None else round(c.probability, 3),
+                "opened": short_time(c.created_at),
+            }
+        )
+    return rows
 
 
 def records_filter(args: Mapping[str, str]) -> tuple[RecordFilter, bool | None, tuple[str, ...]]:
@@ -116,13 +148,18 @@ def records_page(dash: Dashboard, namespace: str, args: Mapping[str, str], *, re
     """
     flt, pinned, terms = records_filter(args)
     if args.get("q", "").strip() and not terms:
-        return {"rows": [], "total": 0, "next_after": None}
+        return {"rows": [], "total": 0, "next_after": None, "conflicts": []}
     page = dash.store.page_ids(
         namespace, flt, pinned=pinned, terms=terms, after=args.get("after") or None, limit=PAGE_SIZE
     )
     records = dash.store.get(namespace, page.ids)
     rows = [record_row(r, reveal=reveal) for r in records]
-    return {"rows": rows, "total": page.total, "next_after": page.ids[-1] if len(page.ids) == PAGE_SIZE else None}
+    return {
+        "rows": rows,
+        "total": page.total,
+        "next_after": page.ids[-1] if len(page.ids) == PAGE_SIZE else None,
+        "conflicts": conflict_rows(open_conflicts(dash, namespace), reveal=reveal),
+    }
 
 
 def record_page(dash: Dashboard, namespace: str, record_id: str, *, reveal: bool) -> dict[str, Any]:
@@ -168,9 +205,9 @@ def record_page(dash: Dashboard, namespace: str, record_id: str, *, reveal: bool
         "chart": charts.line(
             [("importance / utility", series)], ("first entry", "newest"), "importance and utility over time"
         ),
-        "conflicts": None
-        if open_conflicts(dash, namespace) is None
-        else [c for c in open_conflicts(dash, namespace) or [] if rec.id in str(c)],
+        "conflicts": conflict_rows(
+            [c for c in open_conflicts(dash, namespace) if rec.id in (c.new.id, c.old.id)], reveal=reveal
+        ),
         "current": rec.superseded_by is None,
     }
 
