@@ -18,7 +18,7 @@ __all__ = [
     "window_phones",
 ]
 
-PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "CN")
+PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "CN", "JP", "KR", "IT", "ES")
 """Regions (ISO 3166-1 alpha-2) whose national formats are tried; ``+CC`` numbers need none.
 
 Each region added finds that country's national numbers and adds false alarms (an 8-11 digit run
