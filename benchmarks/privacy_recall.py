@@ -22,8 +22,9 @@ Usage::
 ``--data`` defaults to ``../shared/scenarios`` relative to the repository root.
 
 With ``--corpus`` it scores the secrets corpus instead (:func:`corpus_main`): per split ("design",
-the half the detectors were tuned on, in-sample; "held-out", written at the same time and not read
-while tuning, out-of-sample), the share of secrets absent from :func:`retain.text.privacy.redact`'s
+the half the detectors were tuned on, in-sample; "held-out", written at the same time,
+out-of-sample until its misses were read and fixed; "held-out-2", written before those fixes,
+out-of-sample), the share of secrets absent from :func:`retain.text.privacy.redact`'s
 output (detection recall), the misses, and the share of ordinary sentences changed by redaction
 (false-positive rate): every LoCoMo dev turn of ``--ordinary`` (default
 ``../shared/data/locomo/locomo_dev.json``), each with what fired.
@@ -92,7 +93,12 @@ def corpus_main(corpus: Path, ordinary: Path) -> int:
     items = json.loads(corpus.read_text(encoding="utf-8"))["items"]
     print(f"corpus: {corpus} ({len(items)} secrets, {len({i['lang'] for i in items})} languages)")
     overall = []
-    for split, label in (("design", "in-sample: the detectors were tuned on it"), ("held-out", "out-of-sample")):
+    splits = (
+        ("design", "in-sample: the detectors were tuned on it"),
+        ("held-out", "in-sample since its misses were read and fixed; out-of-sample before: 46/55 = 0.836"),
+        ("held-out-2", "out-of-sample: written before those fixes, never read while making them"),
+    )
+    for split, label in splits:
         mine = [i for i in items if i["split"] == split]
         missed = [i for i in mine if i["secret"] in redact(i["text"])[0]]
         overall += [i not in missed for i in mine]

@@ -27,7 +27,7 @@ NS = "secrets"
 def test_corpus_shape() -> None:
     assert len(ITEMS) >= 100
     assert len({i["lang"] for i in ITEMS}) >= 4
-    assert {i["split"] for i in ITEMS} == {"design", "held-out"}
+    assert {i["split"] for i in ITEMS} == {"design", "held-out", "held-out-2"}
     assert all(i["secret"] in i["text"] for i in ITEMS)
 
 
@@ -67,6 +67,16 @@ def test_ordinary_sentences_stay(text: str) -> None:
     assert redact(text)[0] == text
 
 
+def _with_context(item: dict[str, str]) -> str:
+    """The secret, with the text before it when it is 5 characters or fewer: a CVV "167" can be an
+    audit sequence number, "lautet 167" cannot."""
+    secret, text = item["secret"], item["text"]
+    if len(secret) > 5:
+        return secret
+    start = text.index(secret)
+    return text[max(0, start - 8) : start] + secret
+
+
 def _raw(secret: str) -> re.Pattern[str]:
     """The secret as written, not inside a longer token (a CVV "737" inside an id, a hash or a
     timestamp is not a leak of it)."""
@@ -83,7 +93,7 @@ def log() -> Iterator[io.StringIO]:
 
 def test_no_raw_secret_on_any_outward_path(log: io.StringIO) -> None:
     found = [i for i in ITEMS if i["secret"] not in redact(i["text"])[0]]
-    secrets = [i["secret"] for i in found]
+    secrets = [_with_context(i) for i in found]
     leaks: list[str] = []
     with Memory(encoder=HashingEncoder(64)) as mem:
         ids = [mem.add(i["text"], namespace=NS, actor="user") for i in found]
@@ -107,4 +117,4 @@ def test_no_raw_secret_on_any_outward_path(log: io.StringIO) -> None:
     for path, text in outputs.items():
         leaks += [f"{path}: {s!r}" for s in secrets if _raw(s).search(text)]
     assert leaks == []
-    assert len(found) >= 108  # the recall floor measured by benchmarks/privacy_recall.py --corpus
+    assert len(found) >= 140  # the recall floor measured by benchmarks/privacy_recall.py --corpus

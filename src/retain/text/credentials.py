@@ -78,9 +78,9 @@ _PREFIXES = tuple((name, needle, re.compile(rf"(?<![0-9A-Za-z_-]){pattern}")) fo
 _BEARER = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/-]{20,}=*)")
 _PW_WORDS = (
     r"password|passwd|passcode|passphrase|pwd|pin|pass|passwort|kennwort|mot de passe|mdp|senha|wachtwoord"
-    r"|contraseña|contrasena"
+    r"|contraseña|contrasena|(?:door|gate|alarm|access|entry|safe|lock|garage|locker|building) code"
 )
-_COPULA = r"(?:is|was|ist|lautet|est|es|è|é|era)"
+_COPULA = r"(?:is|was|ist|lautet|est|es|è|é|era)(?:[ \t]+(?:now|still|currently|jetzt|maintenant|ahora|ora))?"
 # cue, then either the value (after an optional copula and colon: "password: X", "password is X") or
 # up to four linking words and then a copula or colon ("the password for the NAS is X", "Die PIN
 # meiner EC-Karte ist X", "le mot de passe du routeur est X").
@@ -92,6 +92,15 @@ _PASSWORD_PROSE = re.compile(
 _PASSWORD_LINKED = re.compile(
     rf"\b(?:{_PW_WORDS})\b(?:[ \t]+(?!{_COPULA}\b)[^\W\d]+(?:[-'][^\W\d]+)*){{1,4}}?"
     rf"(?:[ \t]+{_COPULA}\b[ \t]*[:=：]?|[ \t]*[:=：])[ \t]*(?P<value>[!-~]{{4,}})",
+    _I,
+)
+_PASSWORD_SET_TO = re.compile(
+    rf"\b(?:set|changed?|reset|updated?)\b[^.!?\n]{{0,40}}?\b(?:{_PW_WORDS})[ \t]+to[ \t]+(?P<value>[!-~]{{4,}})", _I
+)
+_PASSPHRASE_WORDS = re.compile(
+    rf"\bpassphrase\b[^.!?\n:]{{0,40}}?(?:[ \t]+{_COPULA}\b|:)[ \t]*"
+    r"(?P<value>[a-z]{3,12}(?:[ \t]+[a-z]{3,12}){2,7})"
+    r"(?=[ \t]*(?:[.!?,;\n]|$))",
     _I,
 )
 _BARE_PASS = re.compile(r"\bpass\b[ \t]*$", _I)
@@ -126,6 +135,7 @@ _PASSWORD_NAME = re.compile(r"pass|pwd|contrase", _I)
 _KEYWORD_NEEDLES = ("key", "pass", "pwd", "secret", "contras")
 _PROSE_NEEDLES = (
     "pass",
+    "code",
     "mdp",
     "contrase",
     "pwd",
@@ -270,14 +280,16 @@ def find_passwords(text: str) -> Iterator[Finding]:
 def _prose_passwords(text: str) -> Iterator[Finding]:
     """Passwords stated in prose: right after the cue ("password: X", "password is X", 密码是 X) or
     after up to four linking words and a copula or colon ("the password for the NAS is X")."""
-    matches = [*_PASSWORD_PROSE.finditer(text), *_PASSWORD_LINKED.finditer(text)]
+    for m in _PASSPHRASE_WORDS.finditer(text):  # a passphrase of several words: the words
+        yield Finding("password", m.start("value"), m.end("value"), "pattern:passphrase")
+    matches = [*_PASSWORD_PROSE.finditer(text), *_PASSWORD_LINKED.finditer(text), *_PASSWORD_SET_TO.finditer(text)]
     for m in matches:
         group = "cjk" if m.re is _PASSWORD_PROSE and m.group("cjk") is not None else "value"
         value = m.group(group).rstrip(_TRAILING_PUNCT)
         lead = text[m.start() : m.start(group)]
         if _BARE_PASS.search(lead) and not any(ch.isalpha() for ch in value):
             continue
-        stated = group == "cjk" or bool(re.search(rf"(?:[:=：]|\s{_COPULA})\s*$", lead, _I))
+        stated = group == "cjk" or m.re is _PASSWORD_SET_TO or bool(re.search(rf"(?:[:=：]|\s{_COPULA})\s*$", lead, _I))
         if _looks_like_secret(value) or (stated and _passphrase(value)):
             yield Finding("password", m.start(group), m.start(group) + len(value), "pattern:password_prose")
 

@@ -62,7 +62,9 @@ _CARD = re.compile(
     rf"{_NOT_BEFORE}(?!-\d)"
 )
 _CARD_CUE = re.compile(
-    r"\b(?:card|credit|debit|visa|master ?card|amex|american express|cc)\b|卡号|银行卡|信用卡|借记卡", _I
+    r"\b(?:card|credit|debit|visa|master ?card|amex|american express|cc|carte|karte|kreditkarte|tarjeta|carta)\b"
+    r"|卡号|银行卡|信用卡|借记卡|カード",
+    _I,
 )
 _LINE = 10_000  # a window reaching back to the start of the line
 _TEST_CARDS = re.compile(r"\b(?:test|testing|sandbox|dummy|example|fake)\s+(?:credit\s+)?cards?\b", _I)
@@ -98,8 +100,16 @@ _NINO_CUE = re.compile(
 _ES_DNI = re.compile(rf"{_NOT_AFTER}(\d{{8}}-?[A-Z]|[XYZ]-?\d{{7}}-?[A-Z]){_NOT_BEFORE}")
 _IT_CF = re.compile(rf"{_NOT_AFTER}[A-Z]{{6}}\d{{2}}[A-Z]\d{{2}}[A-Z]\d{{3}}[A-Z]{_NOT_BEFORE}", _I)
 _SSN = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
+_SSN_CUE = re.compile(
+    r"\b(?:social security (?:number|no\.?)|ssn)\b[\s:#=]*(?:is\s+)?(\d{3}[- ]?\d{2}[- ]?\d{4})(?![\d-])", _I
+)
+# German tax id (Steuer-ID, 11 digits, may be grouped 2-3-3-3) and French social security number (NIR,
+# 15 characters, may be grouped 1-2-2-2-3-3-2): ``stdnum`` checksums.
+_DE_IDNR = re.compile(r"(?<![\d ])\d{2} ?\d{3} ?\d{3} ?\d{3}(?![\d])")
+_FR_NIR = re.compile(r"(?<![\d])[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?!\d)")
 _PASSPORT = re.compile(
-    r"\bpassport(?:\s+(?:number|no\.?|num|#))?\s*(?:is\b|[:=#])?\s*([A-Z]{0,2}\d{6,9})(?![0-9A-Za-z])"
+    r"\bpassport(?:\s+(?:number|no\.?|num|#))?\s*(?:is\b|[:=#])?\s*([A-Z]{0,2}\d{6,9}|(?=(?:[A-Z]*\d){5})[A-Z0-9]{8,9})"
+    r"(?![0-9A-Za-z])"
     r"|护照(?:号码?)?[\s:：是为]{0,3}([A-Z]{0,2}\d{6,9})(?![0-9A-Za-z])",
     _I,
 )
@@ -188,6 +198,34 @@ def find_national_ids(text: str) -> Iterator[Finding]:
     for m in _SSN.finditer(text):
         if ssn.is_valid(m.group()):
             yield Finding("national_id", m.start(), m.end(), "stdnum.us.ssn")
+    for m in _SSN_CUE.finditer(text):
+        yield Finding("national_id", m.start(1), m.end(1), "cue:ssn")
+    yield from _eu_tax_ids(text)
+
+
+_EU_ID_CUE = re.compile(
+    r"(?:\bsteuer-?id|\bsteuer-?identifikationsnummer|\bidentifikationsnummer)\b[\s:#=]*(?:ist\s+)?"
+    r"(?P<de>\d{2} ?\d{3} ?\d{3} ?\d{3})(?!\d)"
+    r"|(?:\bsécurité sociale|\bnuméro de sécu|\bNIR)\b[^\d\n]{0,12}(?P<fr>[12](?: ?[\dAB]){12,14})(?!\d)",
+    _I,
+)
+
+
+def _eu_tax_ids(text: str) -> Iterator[Finding]:
+    """German Steuer-IDs and French NIRs that pass their ``stdnum`` checks, or that follow their
+    names (Steuer-ID, sécurité sociale)."""
+    from stdnum.de import idnr
+    from stdnum.fr import nir
+
+    for m in _EU_ID_CUE.finditer(text):
+        group = "de" if m.group("de") is not None else "fr"
+        yield Finding("national_id", m.start(group), m.end(group), "cue:national_id")
+    for m in _DE_IDNR.finditer(text):
+        if idnr.is_valid(m.group().replace(" ", "")):
+            yield Finding("national_id", m.start(), m.end(), "stdnum.de.idnr")
+    for m in _FR_NIR.finditer(text):
+        if nir.is_valid(m.group().replace(" ", "")):
+            yield Finding("national_id", m.start(), m.end(), "stdnum.fr.nir")
 
 
 _USERNAME = re.compile(
