@@ -103,6 +103,7 @@ _PASSPHRASE_WORDS = re.compile(
     r"(?=[ \t]*(?:[.!?,;\n]|$))",
     _I,
 )
+_PATH = re.compile(r"[\w.~-]*(?:/[\w.-]+)+\.\w{1,5}")
 _BARE_PASS = re.compile(r"\bpass\b[ \t]*$", _I)
 """``pass`` with no copula or colon ("bus pass 4471"): its value needs a letter, not only digits."""
 
@@ -287,7 +288,9 @@ def _prose_passwords(text: str) -> Iterator[Finding]:
         group = "cjk" if m.re is _PASSWORD_PROSE and m.group("cjk") is not None else "value"
         value = m.group(group).rstrip(_TRAILING_PUNCT)
         lead = text[m.start() : m.start(group)]
-        if _BARE_PASS.search(lead) and not any(ch.isalpha() for ch in value):
+        if _BARE_PASS.search(lead) and not (len(value) >= 6 and any(ch.isalpha() for ch in value)):
+            continue
+        if _PATH.fullmatch(value):  # a file path ("tests pass: tests/api.test.ts"), not a secret
             continue
         stated = group == "cjk" or m.re is _PASSWORD_SET_TO or bool(re.search(rf"(?:[:=：]|\s{_COPULA})\s*$", lead, _I))
         if _looks_like_secret(value) or (stated and _passphrase(value)):
