@@ -17,8 +17,17 @@ Reads every ``*.json`` scenario (format ``retain-scenario/1``) under ``--data`` 
 Usage::
 
     .venv/bin/python benchmarks/privacy_recall.py [--data DIR]
+    .venv/bin/python benchmarks/privacy_recall.py --corpus tests/fixtures/secrets_corpus.json [--ordinary FILE]
 
 ``--data`` defaults to ``../shared/scenarios`` relative to the repository root.
+
+With ``--corpus`` it scores the secrets corpus instead (:func:`corpus_main`): per split ("design",
+the half the detectors were tuned on, in-sample; "held-out", written at the same time,
+out-of-sample until its misses were read and fixed; "held-out-2", written before those fixes,
+out-of-sample), the share of secrets absent from :func:`retain.text.privacy.redact`'s
+output (detection recall), the misses, and the share of ordinary sentences changed by redaction
+(false-positive rate): every LoCoMo dev turn of ``--ordinary`` (default
+``../shared/data/locomo/locomo_dev.json``), each with what fired.
 """
 
 from __future__ import annotations
@@ -76,10 +85,52 @@ def _clip(text: str, limit: int = 100) -> str:
     return one_line if len(one_line) <= limit else one_line[: limit - 3] + "..."
 
 
+def corpus_main(corpus: Path, ordinary: Path) -> int:
+    """Recall on the secrets corpus per split, and false alarms on ordinary sentences (LoCoMo turns)."""
+    from retain.eval.datasets import load_locomo
+    from retain.text.privacy import redact
+
+    items = json.loads(corpus.read_text(encoding="utf-8"))["items"]
+    print(f"corpus: {corpus} ({len(items)} secrets, {len({i['lang'] for i in items})} languages)")
+    overall = []
+    splits = (
+        ("design", "in-sample: the detectors were tuned on it"),
+        ("held-out", "in-sample since its misses were read and fixed; out-of-sample before: 46/55 = 0.836"),
+        ("held-out-2", "out-of-sample: written before those fixes, never read while making them"),
+    )
+    for split, label in splits:
+        mine = [i for i in items if i["split"] == split]
+        missed = [i for i in mine if i["secret"] in redact(i["text"])[0]]
+        overall += [i not in missed for i in mine]
+        recall = 1 - len(missed) / len(mine)
+        print(f"recall [{split}, {label}]: {recall:.3f} ({len(mine) - len(missed)}/{len(mine)})")
+        for i in missed:
+            print(f"    missed {i['id']} {i['lang']} {i['kind']}: {i['text']!r}")
+    print(f"recall [all]: {sum(overall) / len(overall):.3f} ({sum(overall)}/{len(overall)}; target >= 0.98)")
+    turns = [t.text for c in load_locomo(ordinary) for t in c.turns]
+    started = time.perf_counter()
+    changed = [(t, detect(t)) for t in turns if redact(t)[0] != t]
+    elapsed = time.perf_counter() - started
+    rate = len(changed) / len(turns)
+    print(
+        f"false-positive rate on ordinary sentences: {rate:.4f} ({len(changed)}/{len(turns)} LoCoMo dev turns "
+        f"changed by redaction; {elapsed / len(turns) * 1e6:.0f} us per turn)"
+    )
+    for text, findings in changed:
+        print(f"    {_describe(text, findings)}  in {_clip(text)!r}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="folder of scenario *.json files")
+    parser.add_argument("--corpus", type=Path, help="a secrets corpus JSON (tests/fixtures/secrets_corpus.json)")
+    parser.add_argument(
+        "--ordinary", type=Path, default=REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+    )
     args = parser.parse_args(argv)
+    if args.corpus is not None:
+        return corpus_main(args.corpus, args.ordinary)
     if not args.data.is_dir():
         print(f"--data: no such folder: {args.data}", file=sys.stderr)
         return 2

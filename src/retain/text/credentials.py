@@ -76,17 +76,69 @@ def _located(text: str, value: str, *, widen: bool = False) -> Iterator[tuple[in
 
 _PREFIXES = tuple((name, needle, re.compile(rf"(?<![0-9A-Za-z_-]){pattern}")) for name, needle, pattern in KEY_PREFIXES)
 _BEARER = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/-]{20,}=*)")
+_PW_WORDS = (
+    r"password|passwd|passcode|passphrase|pwd|pin|pass|passwort|kennwort|mot de passe|mdp|senha|wachtwoord"
+    r"|contraseña|contrasena|(?:door|gate|alarm|access|entry|safe|lock|garage|locker|building) code"
+)
+_COPULA = r"(?:is|was|ist|lautet|est|es|è|é|era)(?:[ \t]+(?:now|still|currently|jetzt|maintenant|ahora|ora))?"
+# cue, then either the value (after an optional copula and colon: "password: X", "password is X") or
+# up to four linking words and then a copula or colon ("the password for the NAS is X", "Die PIN
+# meiner EC-Karte ist X", "le mot de passe du routeur est X").
 _PASSWORD_PROSE = re.compile(
-    r"\b(?:password|passwd|passcode|passphrase|pwd|pin|passwort|kennwort|mot de passe|senha|wachtwoord)\b"
-    r"(?:[ \t]+(?:is|was|ist|est|é))?[ \t]*[:=：]?[ \t]*([!-~]{4,})"
-    r"|(?:密码|口令|パスワード|暗証番号|비밀번호)(?:是|为|は|는|은)?[ \t:：]{0,3}([!-~]{4,})",
+    rf"\b(?:{_PW_WORDS})\b(?:[ \t]+{_COPULA}\b)?[ \t]*(?P<colon>[:=：])?[ \t]*(?P<value>[!-~]{{4,}})"
+    r"|(?:密码|口令|パスワード|暗証番号|비밀번호)(?:是|为|は|는|은)?[ \t:：]{0,3}(?P<cjk>[!-~]{4,})",
     _I,
 )
+_PASSWORD_LINKED = re.compile(
+    rf"\b(?:{_PW_WORDS})\b(?:[ \t]+(?!{_COPULA}\b)[^\W\d]+(?:[-'][^\W\d]+)*){{1,4}}?"
+    rf"(?:[ \t]+{_COPULA}\b[ \t]*[:=：]?|[ \t]*[:=：])[ \t]*(?P<value>[!-~]{{4,}})",
+    _I,
+)
+_PASSWORD_SET_TO = re.compile(
+    rf"\b(?:set|changed?|reset|updated?)\b[^.!?\n]{{0,40}}?\b(?:{_PW_WORDS})[ \t]+to[ \t]+(?P<value>[!-~]{{4,}})", _I
+)
+_PASSPHRASE_WORDS = re.compile(
+    rf"\bpassphrase\b[^.!?\n:]{{0,40}}?(?:[ \t]+{_COPULA}\b|:)[ \t]*"
+    r"(?P<value>[a-z]{3,12}(?:[ \t]+[a-z]{3,12}){2,7})"
+    r"(?=[ \t]*(?:[.!?,;\n]|$))",
+    _I,
+)
+_PATH = re.compile(r"[\w.~-]*(?:/[\w.-]+)+\.\w{1,5}")
+_BARE_PASS = re.compile(r"\bpass\b[ \t]*$", _I)
+"""``pass`` with no copula or colon ("bus pass 4471"): its value needs a letter, not only digits."""
+
+
+# Words that follow "password is" without being one ("the password is required"), for the
+# passphrase rule of :func:`_passphrase`.
+_NOT_PASSPHRASES = frozenset(
+    (
+        "required", "incorrect", "correct", "invalid", "expired", "changed", "updated", "stored", "written",
+        "encrypted", "protected", "missing", "optional", "mandatory", "different", "sensitive", "something",
+        "somewhere", "complicated", "temporary", "default", "generated", "compromised", "necessary",
+        "obligatoire", "obligatorio", "incorrecto", "erforderlich", "abgelaufen", "sbagliata", "necessaria",
+        "dangerous", "important", "whatever",
+    )
+)  # fmt: skip
+_PASSPHRASE = re.compile(r"[a-z]{8,64}")
+
+
+def _passphrase(value: str) -> bool:
+    """A lower-case passphrase ("correcthorsebatterystaple"): one word of 8-64 letters that is not
+    an adjective, participle or adverb commonly said of a password ("required", "encrypted", "really")."""
+    core = value.rstrip(_EDGE_PUNCT)
+    if not _PASSPHRASE.fullmatch(core) or core in _NOT_PASSPHRASES:
+        return False
+    return not core.endswith(("ed", "ly", "ing", "ble", "ive", "ful", "ous"))
+
+
 _PASSWORD_NAME = re.compile(r"pass|pwd|contrase", _I)
 # Lower-case literals, one of which every KeywordDetector name (resp. prose cue) contains.
 _KEYWORD_NEEDLES = ("key", "pass", "pwd", "secret", "contras")
 _PROSE_NEEDLES = (
     "pass",
+    "code",
+    "mdp",
+    "contrase",
     "pwd",
     "pin",
     "kennwort",
@@ -223,11 +275,26 @@ def find_passwords(text: str) -> Iterator[Finding]:
                     kind = "password" if _PASSWORD_NAME.search(line[max(0, start - 40) : start]) else "secret"
                     yield Finding(kind, line_start + start, line_start + end, "detect_secrets.KeywordDetector")
     if any(needle in lowered for needle in _PROSE_NEEDLES):
-        for m in _PASSWORD_PROSE.finditer(text):
-            group = 1 if m.group(1) is not None else 2
-            value = m.group(group).rstrip(_TRAILING_PUNCT)
-            if _looks_like_secret(value):
-                yield Finding("password", m.start(group), m.start(group) + len(value), "pattern:password_prose")
+        yield from _prose_passwords(text)
+
+
+def _prose_passwords(text: str) -> Iterator[Finding]:
+    """Passwords stated in prose: right after the cue ("password: X", "password is X", 密码是 X) or
+    after up to four linking words and a copula or colon ("the password for the NAS is X")."""
+    for m in _PASSPHRASE_WORDS.finditer(text):  # a passphrase of several words: the words
+        yield Finding("password", m.start("value"), m.end("value"), "pattern:passphrase")
+    matches = [*_PASSWORD_PROSE.finditer(text), *_PASSWORD_LINKED.finditer(text), *_PASSWORD_SET_TO.finditer(text)]
+    for m in matches:
+        group = "cjk" if m.re is _PASSWORD_PROSE and m.group("cjk") is not None else "value"
+        value = m.group(group).rstrip(_TRAILING_PUNCT)
+        lead = text[m.start() : m.start(group)]
+        if _BARE_PASS.search(lead) and not (len(value) >= 6 and any(ch.isalpha() for ch in value)):
+            continue
+        if _PATH.fullmatch(value):  # a file path ("tests pass: tests/api.test.ts"), not a secret
+            continue
+        stated = group == "cjk" or m.re is _PASSWORD_SET_TO or bool(re.search(rf"(?:[:=：]|\s{_COPULA})\s*$", lead, _I))
+        if _looks_like_secret(value) or (stated and _passphrase(value)):
+            yield Finding("password", m.start(group), m.start(group) + len(value), "pattern:password_prose")
 
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:

@@ -62,14 +62,22 @@ _CARD = re.compile(
     rf"{_NOT_BEFORE}(?!-\d)"
 )
 _CARD_CUE = re.compile(
-    r"\b(?:card|credit|debit|visa|master ?card|amex|american express|cc)\b|卡号|银行卡|信用卡|借记卡", _I
+    r"\b(?:card|credit|debit|visa|master ?card|amex|american express|cc|carte|karte|kreditkarte|tarjeta|carta)\b"
+    r"|卡号|银行卡|信用卡|借记卡|カード",
+    _I,
 )
 _LINE = 10_000  # a window reaching back to the start of the line
 _TEST_CARDS = re.compile(r"\b(?:test|testing|sandbox|dummy|example|fake)\s+(?:credit\s+)?cards?\b", _I)
+# A card-verification cue, then within 40 characters on the same sentence (no digit, no sentence
+# end in between: "the CVV on it is 737", "CVV de la tarjeta es 846") the 3-4 digit value.
+_CVV_CUE = (
+    r"\b(?:cvv2?|cvc2?|cvn|csc|cid|card (?:security|verification) (?:code|value|number)|security code"
+    r"|(?:karten)?prüfnummer|sicherheitscode|prüfziffer|cryptogramme(?: visuel)?|code de sécurité"
+    r"|c[óo]digo de (?:seguridad|verificaci[óo]n)|codice di (?:sicurezza|verifica))\b"
+    r"|安全码|验证码|セキュリティコード|보안\s?코드"
+)
 _CVV = re.compile(
-    r"\b(?:cvv2?|cvc2?|csc|card security code|security code)\b\s*(?:is\b|[:=#])?\s*(\d{3,4})(?!\d)"
-    r"|安全码[：:是为]?\s*(\d{3,4})(?!\d)",
-    _I,
+    rf"(?:{_CVV_CUE})(?:[^\d\n.!?。！？]|[.!?](?!\s|$)){{0,40}}?(?<![\d.,])(\d{{3,4}})(?![\d.,:/]\d|\d)", _I
 )
 _IBAN = re.compile(rf"{_NOT_AFTER}[A-Z]{{2}}\d{{2}}(?: ?[A-Z0-9]){{11,30}}{_NOT_BEFORE}")
 _IBAN_CUE = re.compile(r"\bIBAN\b", _I)
@@ -77,9 +85,31 @@ _CN_RIC = re.compile(r"(?<!\d)\d{17}[\dXx](?![\dXx])")
 _CN_RIC_CUE = re.compile(
     r"(?:身份证(?:号码?)?|\bID\s+(?:card\s+)?(?:number|no\.?))[\s:：是为]{0,4}(\d{17}[\dXx]|\d{15})(?![\dXx])", _I
 )
+# UK National Insurance number: two prefix letters (HMRC's rules: not D, F, I, Q, U, V; second
+# not O; not BG, GB, KN, NK, NT, TN, ZZ), six digits (grouped in pairs or not), suffix A-D. After a
+# cue ("National Insurance", "NI number", "NINO") any two letters, as in HMRC's specimen "QQ 12 34 56 C".
+_NINO_SHAPE = r"[A-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D]"
+_NINO = re.compile(
+    rf"{_NOT_AFTER}(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+    rf" ?\d{{2}} ?\d{{2}} ?\d{{2}} ?[A-D]{_NOT_BEFORE}"
+)
+_NINO_CUE = re.compile(
+    rf"\b(?:national insurance|nino|ni)\b(?:\s+(?:number|no\.?|num|#))?[\s:=#]*(?:is\s+)?({_NINO_SHAPE}){_NOT_BEFORE}",
+    _I,
+)
+_ES_DNI = re.compile(rf"{_NOT_AFTER}(\d{{8}}-?[A-Z]|[XYZ]-?\d{{7}}-?[A-Z]){_NOT_BEFORE}")
+_IT_CF = re.compile(rf"{_NOT_AFTER}[A-Z]{{6}}\d{{2}}[A-Z]\d{{2}}[A-Z]\d{{3}}[A-Z]{_NOT_BEFORE}", _I)
 _SSN = re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])")
+_SSN_CUE = re.compile(
+    r"\b(?:social security (?:number|no\.?)|ssn)\b[\s:#=]*(?:is\s+)?(\d{3}[- ]?\d{2}[- ]?\d{4})(?![\d-])", _I
+)
+# German tax id (Steuer-ID, 11 digits, may be grouped 2-3-3-3) and French social security number (NIR,
+# 15 characters, may be grouped 1-2-2-2-3-3-2): ``stdnum`` checksums.
+_DE_IDNR = re.compile(r"(?<![\d ])\d{2} ?\d{3} ?\d{3} ?\d{3}(?![\d])")
+_FR_NIR = re.compile(r"(?<![\d])[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?!\d)")
 _PASSPORT = re.compile(
-    r"\bpassport(?:\s+(?:number|no\.?|num|#))?\s*(?:is\b|[:=#])?\s*([A-Z]{0,2}\d{6,9})(?![0-9A-Za-z])"
+    r"\bpassport(?:\s+(?:number|no\.?|num|#))?\s*(?:is\b|[:=#])?\s*([A-Z]{0,2}\d{6,9}|(?=(?:[A-Z]*\d){5})[A-Z0-9]{8,9})"
+    r"(?![0-9A-Za-z])"
     r"|护照(?:号码?)?[\s:：是为]{0,3}([A-Z]{0,2}\d{6,9})(?![0-9A-Za-z])",
     _I,
 )
@@ -103,10 +133,11 @@ def find_cards(text: str) -> Iterator[Finding]:
 
 
 def find_cvvs(text: str) -> Iterator[Finding]:
-    """The 3-4 digits after CVV / CVC / CSC / security code / 安全码 (the value only)."""
+    """The 3-4 digits a card-verification cue (CVV, CVC, CSC, security code, Prüfnummer,
+    cryptogramme, código de seguridad, codice di sicurezza, 安全码, セキュリティコード, ...) names
+    within 40 characters of the same sentence with no other digit between (the value only)."""
     for m in _CVV.finditer(text):
-        group = 1 if m.group(1) is not None else 2
-        yield Finding("cvv", m.start(group), m.end(group), "cue:cvv")
+        yield Finding("cvv", m.start(1), m.end(1), "cue:cvv")
 
 
 def find_ibans(text: str) -> Iterator[Finding]:
@@ -127,19 +158,74 @@ def find_ibans(text: str) -> Iterator[Finding]:
             yield Finding("iban", m.start(), m.start() + len(" ".join(groups)), "cue:iban")
 
 
-def find_national_ids(text: str) -> Iterator[Finding]:
-    """Chinese resident ids (checksum, or after 身份证 / "ID number") and US SSNs."""
+def _cn_ric_valid(number: str) -> bool:
+    """ISO 7064 mod 11-2 check character and a real birth date (1900 on); the region code is not
+    checked (``stdnum.cn.ric`` refuses codes missing from its list, e.g. Shanghai's 310115)."""
+    import datetime
+
     from stdnum.cn import ric
+
+    try:
+        datetime.date(int(number[6:10]), int(number[10:12]), int(number[12:14]))
+    except ValueError:
+        return False
+    return int(number[6:10]) >= 1900 and ric.calc_check_digit(number) == number[-1].upper()
+
+
+def find_national_ids(text: str) -> Iterator[Finding]:
+    """Chinese resident ids (checksum and birth date, or after 身份证 / "ID number"), US SSNs, UK
+    National Insurance numbers, Spanish DNI / NIE and Italian codici fiscali (``stdnum``
+    checksums)."""
+    from stdnum.es import dni, nie
+    from stdnum.it import codicefiscale
     from stdnum.us import ssn
 
     for m in _CN_RIC.finditer(text):
-        if ric.is_valid(m.group()):
+        if _cn_ric_valid(m.group()):
             yield Finding("national_id", m.start(), m.end(), "stdnum.cn.ric")
+    for m in _NINO.finditer(text):
+        yield Finding("national_id", m.start(), m.end(), "pattern:uk_nino")
+    for m in _NINO_CUE.finditer(text):
+        yield Finding("national_id", m.start(1), m.end(1), "cue:uk_nino")
+    for m in _ES_DNI.finditer(text):
+        if dni.is_valid(m.group()) or nie.is_valid(m.group()):
+            yield Finding("national_id", m.start(), m.end(), "stdnum.es.dni")
+    for m in _IT_CF.finditer(text):
+        if codicefiscale.is_valid(m.group()):
+            yield Finding("national_id", m.start(), m.end(), "stdnum.it.codicefiscale")
     for m in _CN_RIC_CUE.finditer(text):
         yield Finding("national_id", m.start(1), m.end(1), "cue:national_id")
     for m in _SSN.finditer(text):
         if ssn.is_valid(m.group()):
             yield Finding("national_id", m.start(), m.end(), "stdnum.us.ssn")
+    for m in _SSN_CUE.finditer(text):
+        yield Finding("national_id", m.start(1), m.end(1), "cue:ssn")
+    yield from _eu_tax_ids(text)
+
+
+_EU_ID_CUE = re.compile(
+    r"(?:\bsteuer-?id|\bsteuer-?identifikationsnummer|\bidentifikationsnummer)\b[\s:#=]*(?:ist\s+)?"
+    r"(?P<de>\d{2} ?\d{3} ?\d{3} ?\d{3})(?!\d)"
+    r"|(?:\bsécurité sociale|\bnuméro de sécu|\bNIR)\b[^\d\n]{0,12}(?P<fr>[12](?: ?[\dAB]){12,14})(?!\d)",
+    _I,
+)
+
+
+def _eu_tax_ids(text: str) -> Iterator[Finding]:
+    """German Steuer-IDs and French NIRs that pass their ``stdnum`` checks, or that follow their
+    names (Steuer-ID, sécurité sociale)."""
+    from stdnum.de import idnr
+    from stdnum.fr import nir
+
+    for m in _EU_ID_CUE.finditer(text):
+        group = "de" if m.group("de") is not None else "fr"
+        yield Finding("national_id", m.start(group), m.end(group), "cue:national_id")
+    for m in _DE_IDNR.finditer(text):
+        if idnr.is_valid(m.group().replace(" ", "")):
+            yield Finding("national_id", m.start(), m.end(), "stdnum.de.idnr")
+    for m in _FR_NIR.finditer(text):
+        if nir.is_valid(m.group().replace(" ", "")):
+            yield Finding("national_id", m.start(), m.end(), "stdnum.fr.nir")
 
 
 _USERNAME = re.compile(

@@ -18,7 +18,12 @@ __all__ = [
     "window_phones",
 ]
 
-PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "CN")
+PHONE_REGIONS: tuple[str, ...] = ("US", "GB", "DE", "FR", "CN", "JP", "KR", "IT", "ES")
+LONG_ONLY_REGIONS = frozenset({"JP", "KR", "IT", "ES"})
+"""Regions whose national numbers are taken only with at least :data:`LONG_ONLY_DIGITS` digits (their
+mobile numbers: JP 11, KR 10-11, IT 10, ES 9): their short fixed-line ranges make dates ("06/2026")
+and part numbers ("0424-072") valid numbers."""
+LONG_ONLY_DIGITS = 9
 """Regions (ISO 3166-1 alpha-2) whose national formats are tried; ``+CC`` numbers need none.
 
 Each region added finds that country's national numbers and adds false alarms (an 8-11 digit run
@@ -90,6 +95,8 @@ def window_phones(window: str) -> tuple[tuple[int, int, str], ...]:
     found: list[tuple[int, int, str]] = []
     for region in PHONE_REGIONS:
         for match in PhoneNumberMatcher(window, region, leniency=Leniency.STRICT_GROUPING):
+            if region in LONG_ONLY_REGIONS and sum(ch.isdigit() for ch in match.raw_string) < LONG_ONLY_DIGITS:
+                continue
             found.append((match.start, match.end, "phonenumbers"))
     # "+CC ..." in a range libphonenumber does not know yet: keep when the length is possible for
     # that country (not only as a local number) and no minus sign reads it as "+12 -3" diff counts.
