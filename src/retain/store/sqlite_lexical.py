@@ -4,7 +4,12 @@ namespace), score = -bm25() (higher = more relevant).
 Two plans, one answer: for a namespace below the HNSW threshold the FTS match is joined with
 ``records`` and filtered in one query; for a large namespace the FTS index's own best matches are
 read first (``ORDER BY rank LIMIT``, no row of ``records`` touched per match), then only those rows
-are filtered, reading deeper (x8 each round) when the filter drops too many."""
+are filtered, reading deeper (x8 each round) when the filter drops too many. In that plan a term in
+more than :data:`COMMON_SHARE` of all indexed records (``fts5vocab``) is left out of the match when
+the query has a rarer one: its BM25 weight (IDF) is near zero, and ranking every record that holds
+it is what made a search cost grow with the namespace. Records matching only such terms then rank
+after those matching a rarer term (an approximation, as the dense channel's HNSW graph is).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,30 @@ __all__ = ["lexical_search"]
 
 _FIRST_DEPTH = 200
 _MAX_DEPTH = 200_000
+_TOKENIZER = "'porter unicode61 remove_diacritics 2'"
+"""The tokenizer of ``records_fts`` (retain.store.sqlite_schema)."""
+COMMON_SHARE = 0.02
+"""Share of all indexed records above which a query term is left out of the large-namespace plan."""
+
+
+def _selective(conn: sqlite3.Connection, terms: list[str]) -> list[str]:
+    """``terms`` without those in more than :data:`COMMON_SHARE` of the indexed records (all of them
+    when none is rarer). Each term is stemmed by FTS5's own tokenizer (a scratch table in the
+    connection's temp schema) and looked up in the index's vocabulary (``fts5vocab``)."""
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5 (lex, tokenize = {_TOKENIZER})")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems USING fts5vocab(temp, query_tokens, 'instance')")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.records_fts_vocab USING fts5vocab(main, records_fts, 'row')")
+    conn.execute("DELETE FROM temp.query_tokens")
+    conn.executemany("INSERT INTO temp.query_tokens (rowid, lex) VALUES (?, ?)", list(enumerate(terms)))
+    stems: dict[int, list[str]] = {}
+    for term, doc in conn.execute("SELECT term, doc FROM temp.query_stems"):
+        stems.setdefault(int(doc), []).append(str(term))
+    wanted = sorted({s for group in stems.values() for s in group})
+    marks = ",".join("?" * len(wanted))
+    counts = dict(conn.execute(f"SELECT term, doc FROM temp.records_fts_vocab WHERE term IN ({marks})", wanted))
+    total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0])
+    keep = [t for i, t in enumerate(terms) if all(counts.get(s, 0) <= COMMON_SHARE * total for s in stems.get(i, []))]
+    return keep or terms
 
 
 def match_expression(terms: list[str]) -> str:
@@ -36,10 +65,11 @@ def lexical_search(conn: sqlite3.Connection, op: LexicalSearch, flt: RecordFilte
     where, params = filter_sql(op.namespace, flt, alias="r.")
     limit = int(op.limit)
     depth = max(_FIRST_DEPTH, 8 * limit)
+    selective = match_expression(_selective(conn, terms)) if large else match
     while large and depth <= _MAX_DEPTH:
         best = conn.execute(
             "SELECT rowid, bm25(records_fts) AS s FROM records_fts WHERE records_fts MATCH ? ORDER BY s LIMIT ?",
-            (match, depth),
+            (selective, depth),
         ).fetchall()
         scores = {int(r[0]): float(r[1]) for r in best}
         rows = conn.execute(
