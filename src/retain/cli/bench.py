@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from retain.cli.common import console, fail
+from retain.cli.common import fail
 
 __all__ = ["bench_app", "register", "scale_cmd"]
 
@@ -40,7 +40,7 @@ def scale_cmd(
     unknown = set(backends) - {"sqlite", "postgres"}
     if unknown or not backends or not sizes or min(sizes) < 100:
         fail(ValueError(f"--backend: sqlite and/or postgres; --n: sizes of 100 or more (got {backend!r}, {n!r})"))
-    console.print(TABLE_HEAD)
+    typer.echo(TABLE_HEAD)
     rows = run_scale(sizes, backends, queries)
     if json_out is not None:
         json_out.write_text(json.dumps(rows, indent=1), encoding="utf-8")
