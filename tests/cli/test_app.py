@@ -1,5 +1,6 @@
 import json
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,26 @@ def test_eval_without_the_eval_extra_says_how_to_install_it(monkeypatch):
     result = CliRunner().invoke(root, ["eval", "locomo", "--data", "nowhere.json"])
     assert result.exit_code == 2
     assert "retain eval needs the 'eval' extra (tqdm not installed)" in result.output
+
+
+def test_db_takes_a_postgres_url(tmp_path, monkeypatch):
+    """``--db postgresql://...`` opens the Postgres backend in every command that takes --db (here add,
+    search, info); a server that cannot be reached is a clear error naming host and database."""
+    psycopg = pytest.importorskip("psycopg")
+    from postgres_server import postgres_url
+
+    monkeypatch.setenv("RETAIN_ENCODER", "hashing-64")
+    schema = f"cli_{uuid.uuid4().hex[:10]}"
+    base = postgres_url()
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    url = f"{base}{'&' if '?' in base else '?'}options=-csearch_path%3D{schema}%2Cpublic"
+    added = runner.invoke(app, ["add", "the venue is the museum", "-n", "team", "--db", url])
+    assert added.exit_code == 0, added.output
+    found = runner.invoke(app, ["search", "venue", "-n", "team", "--json", "--db", url])
+    assert json.loads(found.output)[0]["record"]["id"] == added.output.strip()
+    info = json.loads(runner.invoke(app, ["info", "--db", url]).output)
+    assert info["namespaces"]["team"]["dynamic"] == 1
+    down = runner.invoke(app, ["info", "--db", "postgresql://u:secret@127.0.0.1:1/nodb"])
+    assert down.exit_code == 2 and "127.0.0.1" in down.output and "nodb" in down.output
+    assert "secret" not in down.output

@@ -50,3 +50,20 @@ def test_minilm_precisions_agree():
 def test_minilm_rejects_unknown_precision():
     with pytest.raises(InvalidInput):
         MiniLMEncoder(precision="int4")
+
+
+def test_minilm_thread_count_is_checked_and_read_from_the_environment(monkeypatch):
+    from retain.encoders.basis import MiniLMEncoder
+    from retain.errors import InvalidInput
+
+    monkeypatch.delenv("RETAIN_TORCH_THREADS", raising=False)
+    assert MiniLMEncoder().threads == 1  # one thread unless told: no spin-wait collapse on a shared host
+    monkeypatch.setenv("RETAIN_TORCH_THREADS", "2")
+    assert MiniLMEncoder().threads == 2
+    assert MiniLMEncoder(threads=3).threads == 3
+    for bad in (0, -1, True):
+        with pytest.raises(InvalidInput, match="threads"):
+            MiniLMEncoder(threads=bad)
+    monkeypatch.setenv("RETAIN_TORCH_THREADS", "many")
+    with pytest.raises(InvalidInput, match="RETAIN_TORCH_THREADS"):
+        MiniLMEncoder()

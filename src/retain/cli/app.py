@@ -16,6 +16,7 @@ import typer
 
 from retain.cli import (
     audit,
+    bench,
     dashboard,
     evaluate,
     mcp_server,
@@ -73,6 +74,7 @@ def _eval_extra_installed() -> None:
 memories.register(app)
 models.register(app)
 observe.register(app)
+bench.register(app)
 records.register(app)
 mcp_server.register(app)
 audit.register(app)

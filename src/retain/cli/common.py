@@ -24,6 +24,8 @@ from retain.config import Settings
 from retain.encoders.basis import DEFAULT_ENCODER, Encoder, HashingEncoder, MiniLMEncoder
 from retain.errors import RetainError
 from retain.safety.observe import configure_logging, disable_logging
+from retain.store.base import Store
+from retain.store.locate import is_url, open_location
 from retain.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -130,11 +132,29 @@ def fail_plain(message: str) -> NoReturn:
     raise typer.Exit(code=2)
 
 
-def open_memory(db: Path | None, encoder: str | None = None, *, create: bool = False) -> Memory:
+def _open_url(url: str, encoder: str | None) -> Memory:
+    """The Memory over the Postgres server at ``url`` (exits with code 2 when it cannot connect)."""
+    from retain.memory import Memory
+
+    try:
+        if encoder is None:
+            probe = open_location(url)
+            try:
+                probe.setup()
+                encoder = probe.get_meta("encoder_name") or Settings.from_env().encoder
+            finally:
+                probe.close()
+        return Memory(url, encoder=make_encoder(encoder))
+    except RetainError as exc:  # StoreUnavailable names host and database
+        err_console.print(f"[red]error:[/red] cannot open the store: {exc}", soft_wrap=True)
+        raise typer.Exit(code=2) from exc
+
+
+def open_memory(db: str | Path | None, encoder: str | None = None, *, create: bool = False) -> Memory:
     """The :class:`~retain.Memory` over the store file ``db`` (default ``$RETAIN_DB`` or ./retain.db).
 
     Args:
-        db: store file; its folder must exist.
+        db: store file (its folder must exist) or a ``postgresql://`` URL.
         encoder: CLI encoder name (:func:`make_encoder`); default the one the store was written with,
             else ``$RETAIN_ENCODER`` / the default encoder.
         create: allow a file that does not exist yet (commands that write).
@@ -145,7 +165,9 @@ def open_memory(db: Path | None, encoder: str | None = None, *, create: bool = F
     from retain.memory import Memory  # loaded only by the commands that need it
 
     settings = Settings.from_env()
-    path = db if db is not None else settings.db_path
+    if is_url(db):
+        return _open_url(str(db), encoder)
+    path = Path(db) if db is not None else settings.db_path
     if Path(path).is_dir():
         err_console.print(f"[red]error:[/red] {path} is a directory, not a store file", soft_wrap=True)
         raise typer.Exit(code=2)
@@ -173,14 +195,21 @@ def open_memory(db: Path | None, encoder: str | None = None, *, create: bool = F
         raise typer.Exit(code=2) from exc
 
 
-def open_store(db: Path | None) -> SQLiteStore:
+def open_store(db: str | Path | None) -> Store:
     """The set-up :class:`~retain.store.sqlite.SQLiteStore` of ``db`` (default ``$RETAIN_DB`` or
     ./retain.db), for commands that read the store directly and load no encoder.
 
     Exits with code 2 (plain message on standard error) when the file does not exist or cannot be
     opened as a retain store (``sqlite3.Error`` or :class:`~retain.errors.RetainError`).
     """
-    path = db if db is not None else Settings.from_env().db_path
+    if is_url(db):
+        try:
+            url_store = open_location(str(db))
+            url_store.setup()
+        except RetainError as exc:
+            fail_plain(f"cannot open the store: {exc}")
+        return url_store
+    path = Path(db) if db is not None else Settings.from_env().db_path
     if not path.exists():
         fail_plain(f"no store at {path} (give --db PATH or set RETAIN_DB)")
     try:

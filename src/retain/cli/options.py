@@ -34,7 +34,10 @@ PANEL_MODELS = "Models and benchmarks"
 STATE_FILE_LIMIT = 1 << 20
 """Largest ``--state`` value read (bytes of the file or of the UTF-8 argument): 1 MiB."""
 
-DbOption = Annotated[Path | None, typer.Option("--db", help="Store file (default $RETAIN_DB or ./retain.db).")]
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="Store file or postgresql:// URL (default $RETAIN_DB or ./retain.db)."),
+]
 EncoderOption = Annotated[
     str, typer.Option("--encoder", help=f"Encoder: 'minilm' ({DEFAULT_ENCODER}, default) or 'hashing-<dim>' (tests).")
 ]

@@ -197,7 +197,7 @@ def history_cmd(
     console.print(table)
 
 
-def _set_pin(record_id: str, namespace: str, actor: str, reason: str, db: Path | None, *, pinned: bool) -> None:
+def _set_pin(record_id: str, namespace: str, actor: str, reason: str, db: str | None, *, pinned: bool) -> None:
     try:
         with open_memory(db) as mem:
             change = mem.pin if pinned else mem.unpin

