@@ -142,7 +142,7 @@ def _mounts(memory: Memory, ui: bool, eval_json: Path | None) -> dict[str, objec
 
 
 def _open(
-    db: Path | None,
+    db: str | None,
     encoder: str | None,
     *,
     budget: int | None,
