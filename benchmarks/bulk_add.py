@@ -24,8 +24,8 @@ from typing import Any
 from sam_scale import history_records
 
 from retain import HashingEncoder, Memory, MemoryConfig
-from retain import conflict as conflict_module
 from retain.encoders.basis import MiniLMEncoder
+from retain.ingest import detect as conflict_module
 
 
 def main() -> None:
@@ -51,7 +51,7 @@ def main() -> None:
         finally:
             spent["find_updates"] += time.perf_counter() - t0
 
-    conflict_module.find_updates = timed  # retain.ingest.draft imports it at call time
+    conflict_module.find_updates = timed  # retain.ingest.supersession imports it at call time
     encoder: Any = HashingEncoder(dim=384) if args.encoder == "hashing" else MiniLMEncoder(threads=args.threads)
     if args.encoder == "minilm":
         encoder.encode(["warm up"])  # the model loads outside the timed part

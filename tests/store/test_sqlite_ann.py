@@ -198,3 +198,19 @@ def test_the_large_namespace_lexical_plan_ranks_rare_terms_and_keeps_to_its_name
     store.delete("big", list(zebras))  # the rare term now matches nothing: the common one ranks again
     assert len(store.search_lexical("big", ["common", "zebra"], limit=5)) == 5
     store.close()
+
+
+def test_newest_first_listings_walk_the_namespace_to_their_limit(tmp_path: Path) -> None:
+    """A listing with a limit in write order is planned on the namespace index in rowid order (it stops
+    at the limit), not on the tier index (which would sort every hot record of the namespace)."""
+    store = _open(tmp_path / "m.db")
+    store.put(_records(50, "big", 6))
+    plans: list[str] = []
+    store._conn.set_trace_callback(plans.append)
+    ids = store.list_ids("big", RecordFilter(), limit=3, order="recent")
+    store._conn.set_trace_callback(None)
+    assert len(ids) == 3
+    (sql,) = [p for p in plans if p.startswith("SELECT id FROM records")]
+    detail = " ".join(str(r[3]) for r in store._conn.execute("EXPLAIN QUERY PLAN " + sql))
+    assert "records_ns " in detail + " " and "TEMP B-TREE" not in detail
+    store.close()
