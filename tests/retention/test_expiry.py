@@ -22,16 +22,16 @@ def contents(mem: Memory, query: str, **options: Any) -> list[str]:
 
 
 def test_an_expired_record_is_never_a_hit_then_moves_to_the_archive(memory: Memory) -> None:
-    kept = memory.add("the wifi password sits on the fridge door", namespace=NS, ttl=3600)
-    gone = memory.add("the door code is 4821", namespace=NS, expires_at=PAST)
+    kept = memory.add("the parcel room key hangs by the fridge", namespace=NS, ttl=3600)
+    gone = memory.add("the parcel room is on floor 3", namespace=NS, expires_at=PAST)
     for preset in ("default", "rrf", "lexical", "dense", "diverse"):
-        assert contents(memory, "door code", config=preset) == ["the wifi password sits on the fridge door"]
+        assert contents(memory, "parcel room", config=preset) == ["the parcel room key hangs by the fridge"]
     assert memory.get(gone, namespace=NS).tier is Tier.DYNAMIC  # not swept yet, and still not a hit
 
     assert memory.expire(NS) == [gone]
     record = memory.get(gone, namespace=NS)
     assert record.tier is Tier.ARCHIVE
-    assert contents(memory, "door code", tiers=["archive"]) == ["the door code is 4821"]
+    assert contents(memory, "parcel room", tiers=["archive"]) == ["the parcel room is on floor 3"]
     entries = [e for e in memory.store.audit_log(NS) if e["op"] == "archive"]
     assert [(e["record_id"], e["reason"]) for e in entries] == [(gone, "expired")]
     assert memory.expire(NS) == []
