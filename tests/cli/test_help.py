@@ -31,9 +31,22 @@ NAMES = [" ".join(path) for path, _ in COMMANDS]
 
 
 def test_the_walk_finds_every_command_and_group():
-    wanted = {"add", "search", "import", "audit", "audit verify", "eval", "eval locomo", "eval scenarios", "eval agent", "bench scale", "audit keygen"}
+    wanted = {
+        "add",
+        "search",
+        "import",
+        "audit",
+        "audit verify",
+        "eval",
+        "eval locomo",
+        "eval scenarios",
+        "eval agent",
+        "bench scale",
+        "audit keygen",
+        "migrate",
+    }
     assert wanted <= set(NAMES)
-    assert len(NAMES) == len(set(NAMES)) == 46
+    assert len(NAMES) == len(set(NAMES)) == 47
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -21,6 +21,7 @@ from retain.cli import (
     evaluate,
     mcp_server,
     memories,
+    migrate,
     models,
     observe,
     records,
@@ -78,6 +79,7 @@ bench.register(app)
 records.register(app)
 mcp_server.register(app)
 audit.register(app)
+migrate.register(app)
 dashboard.register(app)
 segments.register(app)
 utility.register(app)

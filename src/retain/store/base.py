@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,7 @@ class Store(ABC):
     def keyed(self, op: store_ops.Op) -> store_ops.Op:
         """``op`` with this store's audit key when it appends an audit entry without one."""
         if self.audit_key is not None and isinstance(op, store_ops.AppendAudit) and op.key is None:
-            return store_ops.AppendAudit(op.entry, self.audit_key)
+            return replace(op, key=self.audit_key)
         return op
 
     @abstractmethod

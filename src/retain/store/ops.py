@@ -307,10 +307,13 @@ class AppendAudit:
     """Append one audit entry (hash-chained). Result: int, the entry's sequence number.
 
     ``key`` None = the store's :attr:`~retain.store.Store.audit_key` (unkeyed sha256 when that is
-    None too); bytes = HMAC-SHA256 under it (:func:`~retain.store.audit_hash`)."""
+    None too); bytes = HMAC-SHA256 under it (:func:`~retain.store.audit_hash`). ``ts`` None = now;
+    an int (UTC microseconds) keeps the time an entry copied from another store was first written
+    (:mod:`retain.store.migrate`): the entry is still chained onto this store's newest one."""
 
     entry: AuditEntry
     key: bytes | None = field(default=None, repr=False)
+    ts: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +356,14 @@ class GetProvenance:
     ``namespace`` None = look in every namespace (ids are unique store-wide)."""
 
     id: str
+    namespace: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListProvenance:
+    """Result: every stored provenance of ``namespace`` (None = every namespace), oldest first
+    (``created_at``, then id), each a dict as :class:`GetProvenance` returns it."""
+
     namespace: str | None = None
 
 
@@ -490,6 +501,7 @@ Op = (
     | ReadAuditRaw
     | PutProvenance
     | GetProvenance
+    | ListProvenance
     | PutEdges
     | ListEdges
     | PageIds

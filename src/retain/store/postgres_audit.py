@@ -46,7 +46,7 @@ def append_audit(cur: Any, op: store_ops.AppendAudit) -> int:
     entry: AuditEntry = op.entry
     row = cur.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     prev = GENESIS_HASH if row is None else row[0]
-    ts = to_us(utcnow())
+    ts = to_us(utcnow()) if op.ts is None else int(op.ts)
     fields = {
         "ts": ts,
         "namespace": entry.namespace,
@@ -140,6 +140,15 @@ def get_provenance(cur: Any, op: store_ops.GetProvenance) -> dict[str, Any] | No
     if row is None:
         return None
     return {"id": row[0], "namespace": row[1], "created_at": from_us(row[2]), "body": json.loads(row[3])}
+
+
+def list_provenance(cur: Any, op: store_ops.ListProvenance) -> list[dict[str, Any]]:
+    """Every provenance of one namespace (or all), oldest first; see :class:`~retain.store.ListProvenance`."""
+    sql, params = "SELECT id, namespace, created_at, body FROM provenance", []
+    if op.namespace is not None:
+        sql, params = sql + " WHERE namespace = %s", [op.namespace]
+    rows = cur.execute(sql + " ORDER BY created_at, id", params).fetchall()
+    return [{"id": i, "namespace": ns, "created_at": from_us(t), "body": json.loads(b)} for i, ns, t, b in rows]
 
 
 def put_edges(cur: Any, op: store_ops.PutEdges) -> None:
@@ -238,6 +247,7 @@ HANDLERS: dict[type, Any] = {
     store_ops.ReadAuditRaw: read_audit_raw,
     store_ops.PutProvenance: put_provenance,
     store_ops.GetProvenance: get_provenance,
+    store_ops.ListProvenance: list_provenance,
     store_ops.PutEdges: put_edges,
     store_ops.ListEdges: list_edges,
 }

@@ -14,7 +14,7 @@ from typing import Any
 from retain.errors import InvalidInput
 from retain.record import utcnow
 from retain.store.audit_chain import GENESIS_HASH, AuditEntry, RawAudit, audit_hash
-from retain.store.ops import AppendAudit, GetProvenance, PutProvenance, ReadAudit, ReadAuditRaw
+from retain.store.ops import AppendAudit, GetProvenance, ListProvenance, PutProvenance, ReadAudit, ReadAuditRaw
 from retain.store.sqlite_rows import from_us, to_us
 from retain.store.sqlite_schema import APPEND_ONLY_TRIGGER_SQL, APPEND_ONLY_TRIGGERS, trigger_sql_key
 
@@ -25,6 +25,7 @@ __all__ = [
     "cited",
     "forget_provenance",
     "get_provenance",
+    "list_provenance",
     "put_provenance",
     "read_audit",
     "read_audit_raw",
@@ -40,7 +41,7 @@ def append_audit(conn: sqlite3.Connection, op: AppendAudit) -> int:
     entry: AuditEntry = op.entry
     row = conn.execute("SELECT hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
     prev = GENESIS_HASH if row is None else row[0]
-    ts = to_us(utcnow())
+    ts = to_us(utcnow()) if op.ts is None else int(op.ts)
     try:
         stored_details = json.dumps(entry.details, ensure_ascii=False, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -134,6 +135,15 @@ def get_provenance(conn: sqlite3.Connection, op: GetProvenance) -> dict[str, Any
     if row is None:
         return None
     return {"id": row[0], "namespace": row[1], "created_at": from_us(row[2]), "body": json.loads(row[3])}
+
+
+def list_provenance(conn: sqlite3.Connection, op: ListProvenance) -> list[dict[str, Any]]:
+    """Every provenance of one namespace (or all), oldest first; see :class:`ListProvenance`."""
+    sql, params = "SELECT id, namespace, created_at, body FROM provenance", []
+    if op.namespace is not None:
+        sql, params = sql + " WHERE namespace = ?", [op.namespace]
+    rows = conn.execute(sql + " ORDER BY created_at, id", params).fetchall()
+    return [{"id": i, "namespace": ns, "created_at": from_us(t), "body": json.loads(b)} for i, ns, t, b in rows]
 
 
 WITHHELD_QUERY = "[withheld: a record it cited was deleted]"
