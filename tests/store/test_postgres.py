@@ -19,6 +19,7 @@ from retain.store import AppendAudit, AuditEntry
 from retain.store.locate import open_location
 from retain.store.ops import ReadAuditRaw
 from retain.store.postgres import PostgresStore, redact_url
+from retain.store.postgres_sql import MIGRATIONS
 
 
 def _schema() -> str:
@@ -113,3 +114,33 @@ def test_four_processes_with_a_budget_keep_it_and_lose_no_write() -> None:
     evicted = [e["record_id"] for e in store.audit_log("shared") if e["op"] == "evict"]
     assert len(evicted) == len(set(evicted)) == 43  # each record evicted once, never an archived one again
     store.close()
+
+
+def test_setup_adds_the_audit_record_index_to_a_version_1_store_and_the_read_uses_it() -> None:
+    """Migration 2: the entries of given records (the FIFO policy's entry order, a record's page) are
+    read through (namespace, record_id), not by walking the namespace's log; setup stays idempotent."""
+    schema = _schema()
+    with psycopg.connect(postgres_url(), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+        conn.execute(f'SET search_path TO "{schema}", public')
+        conn.execute(MIGRATIONS[0])
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_version VALUES (1)")
+    store = PostgresStore(postgres_url(), schema=schema)
+    store.setup()
+    store.setup()
+    store.batch([AppendAudit(AuditEntry("ns", "add", f"id-{i % 500}")) for i in range(3000)])
+    assert [e["record_id"] for e in store.audit_log("ns", record_ids=["id-7"])] == ["id-7"] * 6
+    store.close()
+    with psycopg.connect(postgres_url(), autocommit=True) as conn:
+        conn.execute(f'SET search_path TO "{schema}", public')
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(len(MIGRATIONS),)]
+        conn.execute("ANALYZE audit")
+        plan = "\n".join(
+            row[0]
+            for row in conn.execute(
+                "EXPLAIN SELECT seq FROM audit WHERE namespace = 'ns' AND record_id = ANY(%s) ORDER BY seq",
+                (["id-7", "id-8"],),
+            ).fetchall()
+        )
+    assert "audit_ns_record" in plan, plan

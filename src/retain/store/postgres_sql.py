@@ -128,6 +128,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX edges_ns_dst ON edges (namespace, dst);
     """,
+    # 2: the audit entries of given records (ReadAudit record_ids: the FIFO policy's entry order, a
+    # record's page) read through an index, not by a walk of the namespace's whole log
+    """
+    CREATE INDEX IF NOT EXISTS audit_ns_record ON audit (namespace, record_id, seq);
+    """,
 )
 """Append-only: a released migration is never edited; add a new one."""
 
