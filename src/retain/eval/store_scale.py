@@ -9,7 +9,9 @@ a fresh process (so its resident memory is the store's, not the generator's): th
 default hybrid search after opening, 100 default hybrid searches (``Memory.search``, preset
 "default", k=10; the query embedding excluded: a lookup encoder hands back precomputed vectors) and
 100 dense-only searches (``Store.search_vector``, k=10), p50 / p95 in milliseconds, and peak RSS.
-Recall@10 of the dense answers against the exact top-10; bytes on disk per record.
+Recall@10 of the dense answers against the exact top-10; bytes on disk per record. Last, with the
+namespace at capacity (``Budget(n)``), 100 adds each evicting one record: the retention decision's
+p50 / p95 apart from the whole add's (:func:`measure_decisions`; peak RSS is read before it).
 
 A size below the SQLite store's HNSW threshold is answered by its exact scan; above it the graph is
 built after ingest (its build time is reported apart, not in ingest records/s).
@@ -159,6 +161,51 @@ def measure(backend: str, location: str, n: int, count: int) -> dict[str, Any]:
         "dense_ms": _percentiles(dense),
         "found": found,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        **measure_decisions(backend, location, n, count),
+    }
+
+
+def measure_decisions(backend: str, location: str, n: int, count: int) -> dict[str, Any]:
+    """``count`` adds into the ``n``-record namespace held at capacity by ``Budget(n)`` (the default
+    "utility" policy), each evicting one record: the retention decision of each add
+    (``Core.apply_budget``: the offer to the hot set, the victims, their eviction entries) timed apart
+    from the whole add. The first decision, which builds the hot set from the store, is reported on its
+    own (``first_decision_s``); ``decision_ms`` and ``add_ms`` are p50 / p95 of the others. The query
+    embedding is excluded (precomputed vectors). ``hot_after``: the namespace's hot count at the end
+    (= ``n`` when the budget held)."""
+    from retain.memory import Memory
+    from retain.retention.budget import Budget
+
+    rng = np.random.default_rng(13)
+    texts = [f"probe {i} on the {COMMON[i % 10]} with {_rare(n + i)} and {_rare(3 * n + i)}" for i in range(count + 1)]
+    vecs = corpus_vectors(n, start=0, count=count + 1) + 0.5 * rng.standard_normal((count + 1, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    mem = Memory(
+        store=_open(backend, location), encoder=_LookupEncoder(dict(zip(texts, vecs, strict=True))), budget=Budget(n)
+    )
+    core, decisions = mem.core, []
+    decide = core.apply_budget
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return decide(*args, **kwargs)
+        finally:
+            decisions.append(time.perf_counter() - t)
+
+    core.apply_budget = timed  # type: ignore[method-assign]
+    adds = []
+    for text in texts:
+        t = time.perf_counter()
+        mem.add(text, namespace=NAMESPACE)
+        adds.append(time.perf_counter() - t)
+    hot = mem.store.count(NAMESPACE)
+    mem.close()
+    return {
+        "first_decision_s": decisions[0],
+        "decision_ms": _percentiles(decisions[1:]),
+        "add_ms": _percentiles(adds[1:]),
+        "hot_after": hot,
     }
 
 
@@ -255,8 +302,9 @@ def run_scale(sizes: Sequence[int], backends: Sequence[str], count: int = 100) -
 
 TABLE_HEAD = (
     "| records | backend | ingest rec/s | graph build s | first search s | hybrid p50 / p95 ms | "
-    "dense p50 / p95 ms | recall@10 | numpy exact p50 / p95 ms | bytes/record | peak RSS MB |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|"
+    "dense p50 / p95 ms | recall@10 | numpy exact p50 / p95 ms | bytes/record | peak RSS MB | "
+    "first decision s | decision p50 / p95 ms | add at capacity p50 / p95 ms |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -268,5 +316,6 @@ def table_row(r: dict[str, Any]) -> str:
         f"| {r['n']:,} | {r['backend']} | {r['ingest_rps']:,.0f} | {build} | {r['first_search_s']:.2f} | "
         f"{r['hybrid_ms'][0]:.1f} / {r['hybrid_ms'][1]:.1f} | {r['dense_ms'][0]:.2f} / {r['dense_ms'][1]:.2f} | "
         f"{r['recall_at_10']:.3f} | {r['numpy_exact_ms'][0]:.2f} / {r['numpy_exact_ms'][1]:.2f} | {size} | "
-        f"{r['peak_rss_mb']:,.0f} |"
+        f"{r['peak_rss_mb']:,.0f} | {r['first_decision_s']:.2f} | {r['decision_ms'][0]:.2f} / "
+        f"{r['decision_ms'][1]:.2f} | {r['add_ms'][0]:.1f} / {r['add_ms'][1]:.1f} |"
     )
