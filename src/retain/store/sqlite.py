@@ -41,15 +41,8 @@ from retain.record import MemoryRecord, Tier, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
 from retain.store.sqlite_ann import AnnConfig, AnnSet, bump_epoch
-from retain.store.sqlite_audit import (
-    append_audit,
-    forget_provenance,
-    get_provenance,
-    list_provenance,
-    put_provenance,
-    read_audit,
-    read_audit_raw,
-)
+from retain.store.sqlite_audit import HANDLERS as AUDIT_HANDLERS
+from retain.store.sqlite_audit import forget_provenance
 from retain.store.sqlite_browse import audit_histogram, namespace_stats, page_ids, query_audit
 from retain.store.sqlite_edges import list_edges, purge_edges, put_edges
 from retain.store.sqlite_index import NamespaceIndex, build_index, nearest
@@ -587,12 +580,7 @@ _HANDLERS: dict[type, Any] = {  # handlers on the store: its connection and cach
 }
 
 _CONNECTION_HANDLERS: dict[type, Callable[[sqlite3.Connection, Any], Any]] = {  # need only the connection
-    store_ops.AppendAudit: append_audit,
-    store_ops.ReadAudit: read_audit,
-    store_ops.ReadAuditRaw: read_audit_raw,
-    store_ops.PutProvenance: put_provenance,
-    store_ops.GetProvenance: get_provenance,
-    store_ops.ListProvenance: list_provenance,
+    **AUDIT_HANDLERS,
     store_ops.PutEdges: put_edges,
     store_ops.ListEdges: list_edges,
     store_ops.PageIds: page_ids,

@@ -20,6 +20,7 @@ from retain.store.sqlite_schema import APPEND_ONLY_TRIGGER_SQL, APPEND_ONLY_TRIG
 
 __all__ = [
     "AUDIT_KEYS",
+    "HANDLERS",
     "WITHHELD_QUERY",
     "append_audit",
     "cited",
@@ -184,3 +185,14 @@ def forget_provenance(conn: sqlite3.Connection, namespace: str, ids: Sequence[st
             conn.execute("UPDATE provenance SET body = ? WHERE id = ?", (new, pid))
             changed += 1
     return changed
+
+
+HANDLERS: dict[type, Any] = {
+    AppendAudit: append_audit,
+    ReadAudit: read_audit,
+    ReadAuditRaw: read_audit_raw,
+    PutProvenance: put_provenance,
+    GetProvenance: get_provenance,
+    ListProvenance: list_provenance,
+}
+"""The operations answered here, each by a function of the batch's connection and the op."""
