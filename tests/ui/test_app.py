@@ -58,3 +58,16 @@ def test_bad_form_values_get_an_error_page(store: Filled, url: str) -> None:
     response = client(store.path, Principal("ann", {"*": Role.ADMIN})).get(url)
     assert response.status_code == 400 and "Traceback" not in response.text
     assert '<p id="message">' in response.text
+
+
+def test_a_search_past_the_count_limit_says_more_than(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("retain.ui.views.SEARCH_COUNT_LIMIT", 2)
+    with Memory(tmp_path / "s.db", encoder=HashingEncoder(64), state_scorer=False) as mem:
+        for i in range(3):
+            mem.add(f"kayak rental number {i}", namespace="trip")
+        mem.add("a museum visit", namespace="trip")
+    c = client(tmp_path / "s.db", Principal("ann", {"*": Role.ADMIN}))
+    page = c.get("/records?ns=trip&q=kayak").text
+    assert "more than 2 matching records" in page and page.count("kayak rental number") == 3
+    assert "1 matching record;" in c.get("/records?ns=trip&q=museum").text
+    assert "4 matching records" in c.get("/records?ns=trip").text

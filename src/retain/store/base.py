@@ -251,9 +251,11 @@ class Store(ABC):
         terms: Sequence[str] = (),
         after: str | None = None,
         limit: int = 50,
+        count_limit: int | None = None,
     ) -> store_ops.IdPage:
-        """One page of record ids, newest written first, with the total matching; see :class:`PageIds`."""
-        op = store_ops.PageIds(namespace, filter, pinned, tuple(terms), after, limit)
+        """One page of record ids, newest written first, with the total matching (counted up to
+        ``count_limit`` matches when given); see :class:`PageIds`."""
+        op = store_ops.PageIds(namespace, filter, pinned, tuple(terms), after, limit, count_limit)
         result: store_ops.IdPage = self.batch([op])[0]
         return result
 

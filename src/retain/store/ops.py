@@ -404,8 +404,11 @@ class PageIds:
     (:func:`retain.text.lexical.index_terms` of the content) hold every one of ``terms``. ``after`` is
     the last id of the previous page (None = the first page): pages are keyed on the write order, so
     a page costs the same at any depth and records written meanwhile do not shift later pages.
+    ``count_limit`` (None = count every match) stops the count after that many matches: a common
+    word then costs a bounded count instead of one per match, and the result says the total is a
+    lower bound.
 
-    Raises InvalidInput: ``limit`` < 1, or ``after`` names no record of the namespace.
+    Raises InvalidInput: ``limit`` < 1, ``count_limit`` < 1, or ``after`` names no record of the namespace.
     """
 
     namespace: str
@@ -414,14 +417,38 @@ class PageIds:
     terms: tuple[str, ...] = ()
     after: str | None = None
     limit: int = 50
+    count_limit: int | None = None
+
+
+def check_page(op: PageIds) -> None:
+    """Refuse a :class:`PageIds` whose ``limit`` or ``count_limit`` is not an int >= 1.
+
+    Raises:
+        InvalidInput: naming the field.
+    """
+    for name, value in (("limit", op.limit), ("count_limit", op.count_limit)):
+        if value is None and name == "count_limit":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InvalidInput(f"{name}: must be an int >= 1, got {value!r}")
+
+
+def capped_total(count: int, op: PageIds) -> tuple[int, bool]:
+    """``(total, exact)`` of a count read with ``LIMIT count_limit + 1``: past the limit, the limit
+    and False."""
+    if op.count_limit is not None and count > op.count_limit:
+        return op.count_limit, False
+    return count, True
 
 
 class IdPage(NamedTuple):
     """A page of :class:`PageIds`: the ids (newest written first) and ``total``, the number of
-    records matching on every page together."""
+    records matching on every page together; ``exact`` False when the count stopped at
+    ``count_limit`` (then more than ``total`` match)."""
 
     ids: list[str]
     total: int
+    exact: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,16 @@ import json
 from typing import Any
 
 from retain.errors import InvalidInput
-from retain.store.ops import AuditHistogram, IdPage, NamespaceStats, PageIds, QueryAudit, RecordStats
+from retain.store.ops import (
+    AuditHistogram,
+    IdPage,
+    NamespaceStats,
+    PageIds,
+    QueryAudit,
+    RecordStats,
+    capped_total,
+    check_page,
+)
 from retain.store.postgres_sql import filter_sql, lex_terms
 from retain.store.sqlite_audit import AUDIT_KEYS
 from retain.store.sqlite_rows import from_us, to_us
@@ -20,8 +29,7 @@ __all__ = ["HANDLERS"]
 
 def page_ids(cur: Any, op: PageIds) -> IdPage:
     """One page of ids, newest written first, and the number matching on every page."""
-    if isinstance(op.limit, bool) or not isinstance(op.limit, int) or op.limit < 1:
-        raise InvalidInput(f"limit: must be an int >= 1, got {op.limit!r}")
+    check_page(op)
     where, params = filter_sql(op.namespace, op.filter)
     clauses, values = [where], list(params)
     if op.pinned is not None:
@@ -34,7 +42,11 @@ def page_ids(cur: Any, op: PageIds) -> IdPage:
     elif op.terms:
         return IdPage([], 0)
     where_all = " AND ".join(clauses)
-    total = int(cur.execute(f"SELECT COUNT(*) FROM records WHERE {where_all}", values).fetchone()[0])
+    if op.count_limit is None:
+        total, exact = int(cur.execute(f"SELECT COUNT(*) FROM records WHERE {where_all}", values).fetchone()[0]), True
+    else:
+        capped = f"SELECT COUNT(*) FROM (SELECT 1 FROM records WHERE {where_all} LIMIT {int(op.count_limit) + 1}) c"
+        total, exact = capped_total(int(cur.execute(capped, values).fetchone()[0]), op)
     if op.after is not None:
         row = cur.execute(
             "SELECT rowid FROM records WHERE namespace = %s AND id = %s", (op.namespace, op.after)
@@ -44,7 +56,7 @@ def page_ids(cur: Any, op: PageIds) -> IdPage:
         where_all += " AND rowid < %s"
         values.append(row[0])
     sql = f"SELECT id FROM records WHERE {where_all} ORDER BY rowid DESC LIMIT {int(op.limit)}"
-    return IdPage([r[0] for r in cur.execute(sql, values).fetchall()], total)
+    return IdPage([r[0] for r in cur.execute(sql, values).fetchall()], total, exact)
 
 
 def namespace_stats(cur: Any, op: NamespaceStats) -> RecordStats:

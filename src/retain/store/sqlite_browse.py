@@ -15,7 +15,16 @@ import sqlite3
 from typing import Any
 
 from retain.errors import InvalidInput
-from retain.store.ops import AuditHistogram, IdPage, NamespaceStats, PageIds, QueryAudit, RecordStats
+from retain.store.ops import (
+    AuditHistogram,
+    IdPage,
+    NamespaceStats,
+    PageIds,
+    QueryAudit,
+    RecordStats,
+    capped_total,
+    check_page,
+)
 from retain.store.sqlite_audit import AUDIT_KEYS
 from retain.store.sqlite_rows import filter_sql, from_us, to_us
 
@@ -32,8 +41,7 @@ def _fts_match(terms: tuple[str, ...]) -> str:
 
 def page_ids(conn: sqlite3.Connection, op: PageIds) -> IdPage:
     """One page of ids, newest written first, and the number matching on every page; see :class:`PageIds`."""
-    if isinstance(op.limit, bool) or not isinstance(op.limit, int) or op.limit < 1:
-        raise InvalidInput(f"limit: must be an int >= 1, got {op.limit!r}")
+    check_page(op)
     match = _fts_match(op.terms)
     if op.terms and not match:
         return IdPage([], 0)
@@ -45,7 +53,7 @@ def page_ids(conn: sqlite3.Connection, op: PageIds) -> IdPage:
         clauses.append("pinned = ?")
         values.append(int(bool(op.pinned)))
     where_all = " AND ".join(clauses)
-    total = int(conn.execute(f"SELECT COUNT(*) FROM records WHERE {where_all}", values).fetchone()[0])
+    total, exact = _count(conn, "records", where_all, values, op)
     # Without statistics the planner walks records_ns in rowid order, reading rows until a page
     # matches: quick when many match, a whole-namespace read when few do. For a type filter that
     # few records match (the count says), the type index finds them and they are sorted instead.
@@ -55,7 +63,16 @@ def page_ids(conn: sqlite3.Connection, op: PageIds) -> IdPage:
         where_all += " AND rowid < ?"
         values.append(_after_rowid(conn, op))
     sql = f"SELECT id FROM {source} WHERE {where_all} ORDER BY rowid DESC LIMIT {int(op.limit)}"
-    return IdPage([r[0] for r in conn.execute(sql, values)], total)
+    return IdPage([r[0] for r in conn.execute(sql, values)], total, exact)
+
+
+def _count(conn: sqlite3.Connection, source: str, where: str, values: list[Any], op: PageIds) -> tuple[int, bool]:
+    """The number of rows of ``source`` matching ``where``, read up to ``op.count_limit + 1`` rows
+    when a limit is set; ``(total, exact)`` as :func:`~retain.store.ops.capped_total` gives it."""
+    if op.count_limit is None:
+        return int(conn.execute(f"SELECT COUNT(*) FROM {source} WHERE {where}", values).fetchone()[0]), True
+    sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM {source} WHERE {where} LIMIT {int(op.count_limit) + 1})"
+    return capped_total(int(conn.execute(sql, values).fetchone()[0]), op)
 
 
 def _after_rowid(conn: sqlite3.Connection, op: PageIds) -> int:
@@ -78,15 +95,16 @@ def _text_page(conn: sqlite3.Connection, op: PageIds, match: str) -> IdPage:
         values.append(int(bool(op.pinned)))
     source = "records_fts f CROSS JOIN records r ON r.rowid = f.rowid"
     where_all = " AND ".join(["records_fts MATCH ?", *clauses])
-    total = _text_count(conn, op, match)
+    exact = True
+    total = _text_count(conn, op, match) if op.count_limit is None else None
     if total is None:
-        total = int(conn.execute(f"SELECT COUNT(*) FROM {source} WHERE {where_all}", [match, *values]).fetchone()[0])
+        total, exact = _count(conn, source, where_all, [match, *values], op)
     values = [match, *values]
     if op.after is not None:
         where_all += " AND f.rowid < ?"
         values.append(_after_rowid(conn, op))
     sql = f"SELECT r.id FROM {source} WHERE {where_all} ORDER BY f.rowid DESC LIMIT {int(op.limit)}"
-    return IdPage([r[0] for r in conn.execute(sql, values)], total)
+    return IdPage([r[0] for r in conn.execute(sql, values)], total, exact)
 
 
 def _text_count(conn: sqlite3.Connection, op: PageIds, match: str) -> int | None:

@@ -29,6 +29,10 @@ __all__ = [
 ]
 
 PAGE_SIZE = 50
+
+SEARCH_COUNT_LIMIT = 1_000
+"""Matches of a text search counted at most: past it the page says "more than 1,000" (a common word
+in a large namespace would otherwise cost one index look-up per match on every page)."""
 """Rows per page of the records table."""
 
 _SERIES_KEYS = {"add": "importance", "feedback": "importance_after", "importance": "after", "evict": "utility"}
@@ -148,15 +152,22 @@ def records_page(dash: Dashboard, namespace: str, args: Mapping[str, str], *, re
     """
     flt, pinned, terms = records_filter(args)
     if args.get("q", "").strip() and not terms:
-        return {"rows": [], "total": 0, "next_after": None, "conflicts": []}
+        return {"rows": [], "total": 0, "exact": True, "next_after": None, "conflicts": []}
     page = dash.store.page_ids(
-        namespace, flt, pinned=pinned, terms=terms, after=args.get("after") or None, limit=PAGE_SIZE
+        namespace,
+        flt,
+        pinned=pinned,
+        terms=terms,
+        after=args.get("after") or None,
+        limit=PAGE_SIZE,
+        count_limit=SEARCH_COUNT_LIMIT if terms else None,
     )
     records = dash.store.get(namespace, page.ids)
     rows = [record_row(r, reveal=reveal) for r in records]
     return {
         "rows": rows,
         "total": page.total,
+        "exact": page.exact,
         "next_after": page.ids[-1] if len(page.ids) == PAGE_SIZE else None,
         "conflicts": conflict_rows(open_conflicts(dash, namespace), reveal=reveal),
     }

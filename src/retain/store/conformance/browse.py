@@ -12,6 +12,7 @@ from retain.errors import InvalidInput
 from retain.record import MemoryRecord, Tier, utcnow
 from retain.store.audit_chain import AuditEntry
 from retain.store.base import Store
+from retain.store.conformance.helpers import make
 from retain.store.filters import ALL_RECORDS, RecordFilter
 from retain.store.ops import AppendAudit, QueryAudit
 from retain.text.lexical import index_terms
@@ -44,6 +45,20 @@ class BrowseTests:
         assert store.page_ids("ns", ALL_RECORDS, terms=index_terms("four fact")).ids == []  # every term
         assert corpus["old"].id not in store.page_ids("ns", RecordFilter(tiers=None)).ids
         assert store.page_ids("other", ALL_RECORDS).ids == [corpus["foreign"].id]
+
+    def test_a_count_limit_bounds_the_count_not_the_page(self, store: Store, corpus: dict[str, MemoryRecord]) -> None:
+        everything = store.list_ids("ns", ALL_RECORDS, order="recent")
+        capped = store.page_ids("ns", ALL_RECORDS, limit=5, count_limit=4)
+        assert capped.ids == everything[:5] and (capped.total, capped.exact) == (4, False)
+        assert store.page_ids("ns", ALL_RECORDS, count_limit=6)[1:] == (6, True)
+        assert store.page_ids("ns", ALL_RECORDS).exact
+        store.put([make("ns", f"kayak trip {i}", seed=20 + i) for i in range(3)])
+        found = store.page_ids("ns", ALL_RECORDS, terms=index_terms("kayak"), count_limit=2)
+        assert len(found.ids) == 3 and (found.total, found.exact) == (2, False)
+        exact = store.page_ids("ns", ALL_RECORDS, terms=index_terms("kayak"), count_limit=3)
+        assert (exact.total, exact.exact) == (3, True)
+        with pytest.raises(InvalidInput, match="count_limit"):
+            store.page_ids("ns", count_limit=0)
 
     def test_page_refuses_a_bad_cursor_or_limit(self, store: Store, corpus: dict[str, MemoryRecord]) -> None:
         with pytest.raises(InvalidInput, match="after"):
