@@ -183,3 +183,6 @@ def test_a_copy_cut_off_is_refused_again_and_carried_on_with_resume(tmp_path: Pa
     migrate(source, target, resume=True, chunk=2)
     assert _everything(target) == _everything(source)
     assert verify_store(target).ok
+    again = migrate(source, target, resume=True)  # a finished copy resumed: nothing more to write
+    assert (sum(again.records.values()), again.provenance, again.audit_entries) == (0, 0, 0)
+    assert _everything(target) == _everything(source)
