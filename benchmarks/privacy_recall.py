@@ -96,7 +96,7 @@ def corpus_main(corpus: Path, ordinary: Path) -> int:
     splits = (
         ("design", "in-sample: the detectors were tuned on it"),
         ("held-out", "in-sample since its misses were read and fixed; out-of-sample before: 46/55 = 0.836"),
-        ("held-out-2", "out-of-sample: written before those fixes, never read while making them"),
+        ("held-out-2", "in-sample since its 2 misses were read and fixed; out-of-sample before: 23/25 = 0.920"),
     )
     for split, label in splits:
         mine = [i for i in items if i["split"] == split]

@@ -31,7 +31,8 @@ NAMES = [" ".join(path) for path, _ in COMMANDS]
 
 
 def test_the_walk_finds_every_command_and_group():
-    wanted = {"add", "search", "import", "audit", "audit verify", "eval", "eval locomo", "eval scenarios", "eval agent", "bench scale", "audit keygen"}
+    wanted = {"add", "search", "import", "audit", "audit verify", "eval", "eval locomo", "eval scenarios"}
+    wanted |= {"eval agent", "bench scale", "audit keygen"}
     assert wanted <= set(NAMES)
     assert len(NAMES) == len(set(NAMES)) == 46
 

@@ -282,3 +282,39 @@ def test_circled_enumeration_numbers_are_not_a_phone_number() -> None:
 def test_secrets_next_to_cjk_characters_are_found(text: str, secret: str, kind: str) -> None:
     assert [(f.kind, text[f.start : f.end]) for f in detect(text)] == [(kind, secret)]
     assert detect("バージョン10.20.30.40をリリースしました") == []  # a version number, as "version 10.20.30.40"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Le code wifi du bureau est Lavande_44.", "Lavande_44"),
+        ("le code d'accès de la résidence est 7Y31", "7Y31"),
+        ("la clave del router es Tortuga#58", "Tortuga#58"),
+        ("El código de la puerta: 4491", "4491"),
+        ("Il codice del cancello è 8830.", "8830"),
+        ("A chave do wifi é Mangue2023", "Mangue2023"),
+        ("Der WLAN-Schlüssel lautet Birke-9917", "Birke-9917"),
+        ("The wifi key is Otter9Pond", "Otter9Pond"),
+        ("clé WPA : Goeland2020", "Goeland2020"),
+    ],
+)
+def test_a_code_or_key_named_by_what_it_opens_is_a_password(text: str, secret: str) -> None:
+    """Noun-first (Romance: "code wifi", "código de la puerta") and qualifier-first ("wifi key",
+    "WLAN-Schlüssel") names of a credential; "clave" is Spanish for a password."""
+    redacted, findings = redact(text)
+    assert secret not in redacted
+    assert [f.kind for f in findings] == ["password"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "La clave es practicar todos los días.",  # "clave": the key (to success), not a password
+        "la clave del éxito es la constancia",
+        "Le code de la route interdit de doubler ici.",  # the highway code
+        "Il codice della strada è cambiato nel 2024.",
+        "The network key point is latency.",
+    ],
+)
+def test_everyday_uses_of_the_same_words_stay(text: str) -> None:
+    assert redact(text)[0] == text

@@ -76,9 +76,23 @@ def _located(text: str, value: str, *, widen: bool = False) -> Iterator[tuple[in
 
 _PREFIXES = tuple((name, needle, re.compile(rf"(?<![0-9A-Za-z_-]){pattern}")) for name, needle, pattern in KEY_PREFIXES)
 _BEARER = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/-]{20,}=*)")
+# What a credential is called. Besides the words for a password, the names of a code or key by what
+# it opens, in either word order: the qualifier first in English and German ("door code", "wifi key",
+# "Türcode", "WLAN-Schlüssel"), the noun first in the Romance languages ("code wifi", "code de la
+# porte", "código de acceso", "codice del cancello", "clé WPA"); "clave" is Spanish for a password.
+_OPENS = (
+    r"wi-?fi|wlan|wpa2?|r[ée]seau|red|rede|rete|porte|portail|porta|port[ãa]o|puerta|portal|port[óo]n|cancello"
+    r"|alarme?|allarme|acc[èe]s|acceso|accesso|acesso|entr[ée]e|entrada|ingresso|immeuble|edificio|pr[ée]dio"
+    r"|coffre|cofre|cassaforte|garage|garaje|garagem|s[ée]curit[ée]|seguridad|sicurezza|seguran[çc]a"
+    r"|secret|secreto|segreto|pin"
+)
+_OF = r"(?:de la |de l'|du |del |della |dello |dell'|do |da |de |di |d')?"
 _PW_WORDS = (
     r"password|passwd|passcode|passphrase|pwd|pin|pass|passwort|kennwort|mot de passe|mdp|senha|wachtwoord"
-    r"|contraseña|contrasena|(?:door|gate|alarm|access|entry|safe|lock|garage|locker|building) code"
+    r"|contraseña|contrasena|clave|parola d'ordine"
+    r"|(?:door|gate|alarm|access|entry|safe|lock|garage|locker|building|wi-?fi|wlan|network|router) (?:code|key)"
+    r"|(?:wlan|wifi|netzwerk|tür|tor|alarm|zugangs|tresor)-?(?:schlüssel|code)|digicode"
+    rf"|(?:code|c[óo]digo|codice|cl[ée]|chiave|chave|llave) {_OF}(?:{_OPENS})"
 )
 _COPULA = r"(?:is|was|ist|lautet|est|es|è|é|era)(?:[ \t]+(?:now|still|currently|jetzt|maintenant|ahora|ora))?"
 # cue, then either the value (after an optional copula and colon: "password: X", "password is X") or
@@ -103,6 +117,9 @@ _PASSPHRASE_WORDS = re.compile(
     r"(?=[ \t]*(?:[.!?,;\n]|$))",
     _I,
 )
+_FIGURATIVE_CUE = re.compile(r"\bclave\b", _I)
+"""A cue that is also an everyday word ("la clave es practicar", the key is to practise): its value
+must look like a secret; a plain lower-case word is not taken for a passphrase."""
 _PATH = re.compile(r"[\w.~-]*(?:/[\w.-]+)+\.\w{1,5}")
 _BARE_PASS = re.compile(r"\bpass\b[ \t]*$", _I)
 """``pass`` with no copula or colon ("bus pass 4471"): its value needs a letter, not only digits."""
@@ -137,6 +154,17 @@ _KEYWORD_NEEDLES = ("key", "pass", "pwd", "secret", "contras")
 _PROSE_NEEDLES = (
     "pass",
     "code",
+    "código",
+    "codigo",
+    "codice",
+    "clave",
+    "parola",
+    "key",
+    "schlüssel",
+    "clé",
+    "chiave",
+    "chave",
+    "llave",
     "mdp",
     "contrase",
     "pwd",
@@ -293,7 +321,7 @@ def _prose_passwords(text: str) -> Iterator[Finding]:
         if _PATH.fullmatch(value):  # a file path ("tests pass: tests/api.test.ts"), not a secret
             continue
         stated = group == "cjk" or m.re is _PASSWORD_SET_TO or bool(re.search(rf"(?:[:=：]|\s{_COPULA})\s*$", lead, _I))
-        if _looks_like_secret(value) or (stated and _passphrase(value)):
+        if _looks_like_secret(value) or (stated and _passphrase(value) and not _FIGURATIVE_CUE.search(lead)):
             yield Finding("password", m.start(group), m.start(group) + len(value), "pattern:password_prose")
 
 

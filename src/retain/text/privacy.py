@@ -28,7 +28,9 @@ placeholder is what :func:`redact` writes):
 - ``password`` -> ``[PASSWORD]``: ``detect-secrets`` BasicAuthDetector (``://user:pass@``) and
   KeywordDetector on password names (``password=...``, ``db_pass: ...``); prose ("my password is
   X", "password X", "PIN: X", "Passwort: X", "mot de passe : X", "senha X", 密码 X, パスワードは X,
-  暗証番号 X, 비밀번호는 X). A value ends where CJK, kana, hangul or full-width text starts.
+  暗証番号 X, 비밀번호는 X), and a code or key named by what it opens in either word order ("door
+  code", "wifi key", "WLAN-Schlüssel", "code wifi", "código de la puerta", "clave del wifi"). A value
+  ends where CJK, kana, hangul or full-width text starts.
 - ``cvv`` -> ``[CVV]``: 3-4 digits right after CVV / CVC / CSC / security code / 安全码.
 - ``passport`` -> ``[PASSPORT]``: 6-9 digits (up to two letters first) after "passport" / 护照.
 - ``username`` -> ``[USERNAME]``: an identifier-shaped login name (a digit, ``.``, ``_`` or
