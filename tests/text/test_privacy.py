@@ -318,3 +318,51 @@ def test_a_code_or_key_named_by_what_it_opens_is_a_password(text: str, secret: s
 )
 def test_everyday_uses_of_the_same_words_stay(text: str) -> None:
     assert redact(text)[0] == text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        ("pw for the NAS: Quokka!731", "Quokka!731", "password"),
+        ("She reset her Spotify login to Maple#4410 last night.", "Maple#4410", "password"),
+        ("Dad's PIN's 6203", "6203", "password"),
+        ("Meine Geheimnummer ist 8846.", "8846", "password"),
+        ("Der Code für das Hoftor ist 5510.", "5510", "password"),
+        ("Le digicode, c'est 12A45.", "12A45", "password"),
+        ("The combination for the bike lock is 4-19-32.", "4-19-32", "password"),
+        ("Key in 8812# at the gate and walk up.", "8812#", "password"),
+        ("우리 집 비번은 tkfkd0912 야", "tkfkd0912", "password"),
+        ("현관 비밀번호: 4321*", "4321*", "password"),
+        ("Der API-Token lautet 9b2c4d6e8f0a1b3c5d7e9f", "9b2c4d6e8f0a1b3c5d7e9f", "api_key"),
+        ("four digits on the back: 7781", "7781", "cvv"),
+        ("卡背面的3位数是 552", "552", "cvv"),
+        ("CPF do cliente 529.982.247-25", "529.982.247-25", "national_id"),
+        ("BSN: 111222333", "111222333", "national_id"),
+        ("個人番号は 1234 5678 9012", "1234 5678 9012", "national_id"),
+        ("Deliver to 9 Quarry Lane, Bath.", "9 Quarry Lane", "address"),
+        ("Wir wohnen in der Lindenstraße 7b.", "Lindenstraße 7b", "address"),
+        ("寄到北京市海淀区中关村大街27号", "北京市海淀区中关村大街27号", "address"),
+    ],
+)
+def test_held_out_3_causes_are_found(text: str, secret: str, kind: str) -> None:
+    """The general causes of the held-out-3 misses, on sentences of their own: cues outside the
+    lists, codes with no name (typed on a keypad), national numbers of more countries, street lines."""
+    redacted, findings = redact(text)
+    assert secret not in redacted
+    assert kind in {f.kind for f in findings}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The combination of rest and exercise is key.",
+        "Enter 2024 into the year field.",
+        "The token is stored in the vault.",
+        "API key rotation happens every 90 days.",
+        "Baker Street is closed on Sunday.",
+        "We drove 300 miles on Route 66.",
+        "NIF and CPF are tax numbers.",
+    ],
+)
+def test_held_out_3_look_alikes_stay(text: str) -> None:
+    assert redact(text)[0] == text
