@@ -24,8 +24,11 @@ Usage::
 With ``--corpus`` it scores the secrets corpus instead (:func:`corpus_main`): per split ("design",
 the half the detectors were tuned on, in-sample; "held-out", written at the same time,
 out-of-sample until its misses were read and fixed; "held-out-2", written before those fixes,
-out-of-sample), the share of secrets absent from :func:`retain.text.privacy.redact`'s
-output (detection recall), the misses, and the share of ordinary sentences changed by redaction
+out-of-sample until its 2 misses were fixed; "held-out-3", written after that fix and committed
+before any detector ran on it), the share of secrets absent from :func:`retain.text.privacy.redact`'s
+output (detection recall), the misses, the benign look-alikes of the corpus (``kind`` "benign", an
+ordinary sentence that must come back unchanged) that redaction changed, and the share of ordinary
+sentences of LoCoMo changed by redaction
 (false-positive rate): every LoCoMo dev turn of ``--ordinary`` (default
 ``../shared/data/locomo/locomo_dev.json``), each with what fired.
 """
@@ -90,13 +93,16 @@ def corpus_main(corpus: Path, ordinary: Path) -> int:
     from retain.eval.datasets import load_locomo
     from retain.text.privacy import redact
 
-    items = json.loads(corpus.read_text(encoding="utf-8"))["items"]
-    print(f"corpus: {corpus} ({len(items)} secrets, {len({i['lang'] for i in items})} languages)")
+    everything = json.loads(corpus.read_text(encoding="utf-8"))["items"]
+    items = [i for i in everything if i["kind"] != "benign"]
+    benign = [i for i in everything if i["kind"] == "benign"]
+    print(f"corpus: {corpus} ({len(items)} secrets, {len({i['lang'] for i in items})} languages; {len(benign)} benign)")
     overall = []
     splits = (
         ("design", "in-sample: the detectors were tuned on it"),
         ("held-out", "in-sample since its misses were read and fixed; out-of-sample before: 46/55 = 0.836"),
-        ("held-out-2", "out-of-sample: written before those fixes, never read while making them"),
+        ("held-out-2", "in-sample since its 2 misses were read and fixed; out-of-sample before: 23/25 = 0.920"),
+        ("held-out-3", "in-sample since its 21 misses were read and fixed; out-of-sample before: 52/73 = 0.712"),
     )
     for split, label in splits:
         mine = [i for i in items if i["split"] == split]
@@ -107,6 +113,12 @@ def corpus_main(corpus: Path, ordinary: Path) -> int:
         for i in missed:
             print(f"    missed {i['id']} {i['lang']} {i['kind']}: {i['text']!r}")
     print(f"recall [all]: {sum(overall) / len(overall):.3f} ({sum(overall)}/{len(overall)}; target >= 0.98)")
+    for split in sorted({i["split"] for i in benign}):
+        mine = [i for i in benign if i["split"] == split]
+        flagged = [i for i in mine if redact(i["text"])[0] != i["text"]]
+        print(f"benign look-alikes changed by redaction [{split}]: {len(flagged)}/{len(mine)}")
+        for i in flagged:
+            print(f"    {i['id']} {i['lang']}: {_describe(i['text'], detect(i['text']))}  in {i['text']!r}")
     turns = [t.text for c in load_locomo(ordinary) for t in c.turns]
     started = time.perf_counter()
     changed = [(t, detect(t)) for t in turns if redact(t)[0] != t]

@@ -20,15 +20,18 @@ from retain.safety.observe import configure_logging, disable_logging
 from retain.text.privacy import detect, redact
 
 CORPUS = json.loads((Path(__file__).parents[1] / "fixtures" / "secrets_corpus.json").read_text(encoding="utf-8"))
-ITEMS = CORPUS["items"]
+ITEMS = [i for i in CORPUS["items"] if i["kind"] != "benign"]
+BENIGN = [i for i in CORPUS["items"] if i["kind"] == "benign"]
 NS = "secrets"
 
 
 def test_corpus_shape() -> None:
     assert len(ITEMS) >= 100
     assert len({i["lang"] for i in ITEMS}) >= 4
-    assert {i["split"] for i in ITEMS} == {"design", "held-out", "held-out-2"}
+    assert {i["split"] for i in ITEMS} == {"design", "held-out", "held-out-2", "held-out-3"}
     assert all(i["secret"] in i["text"] for i in ITEMS)
+    assert len(BENIGN) >= 20 and all("secret" not in i for i in BENIGN)
+    assert len({i["id"] for i in CORPUS["items"]}) == len(CORPUS["items"])
 
 
 @pytest.mark.parametrize("item", [i for i in ITEMS if i["split"] == "design"], ids=lambda i: i["id"])

@@ -6,14 +6,20 @@ in the order they were awaited, so the memory's caches and its SQLite connection
 two threads at once, and the event loop never blocks on the store or the encoder. Several processes
 may still share one store file (the store's own guards apply). Views made by :meth:`AsyncMemory.as_actor`
 share the worker thread of the memory they come from.
+
+:data:`CALL_SECONDS`: a caller that sets it to a list (the REST service's ``Server-Timing``
+middleware, per request) gets the wall time of every Memory call awaited in that context appended to
+it, in seconds, so what a request spent in the memory can be told apart from what it spent around it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,7 +35,11 @@ from retain.safety.context import Context, Provenance
 from retain.safety.handoff import Handoff
 from retain.safety.integrity import ForgetReport, RetentionReport
 
-__all__ = ["AsyncMemory"]
+__all__ = ["CALL_SECONDS", "AsyncMemory"]
+
+CALL_SECONDS: ContextVar[list[float] | None] = ContextVar("retain_call_seconds", default=None)
+"""When set to a list: each Memory call awaited in this context appends its wall time (seconds, as
+the event loop waited for it: the worker-thread hop included unless ``inline``). None: nothing timed."""
 
 _T = TypeVar("_T")
 
@@ -90,10 +100,16 @@ class AsyncMemory:
         return view
 
     async def _run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        if self._inline:
-            return fn(*args, **kwargs)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        spent = CALL_SECONDS.get()
+        start = time.perf_counter()
+        try:
+            if self._inline:
+                return fn(*args, **kwargs)
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        finally:
+            if spent is not None:
+                spent.append(time.perf_counter() - start)
 
     async def run(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         """Run ``fn(*args, **kwargs)`` on the worker thread (for a synchronous call not wrapped here)."""

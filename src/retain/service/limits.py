@@ -1,5 +1,6 @@
 """ASGI middleware of the service: the request size limit (:class:`BodyLimit`: a body over
-``max_bytes`` is answered 413 before it is parsed) and :class:`ServerTiming` (how long the app took).
+``max_bytes`` is answered 413 before it is parsed) and :class:`ServerTiming` (how long the app took,
+and how much of it the Memory calls took).
 
 A request that declares its length (``Content-Length``) over the limit is refused before any of
 its body is read; a chunked body is counted as it arrives and refused as soon as it passes the
@@ -13,6 +14,7 @@ import time
 from typing import Any
 
 from retain.errors import PayloadTooLarge
+from retain.facade.aio import CALL_SECONDS
 from retain.service.errors import error_body
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "BodyLimit", "ServerTiming"]
@@ -73,9 +75,12 @@ class BodyLimit:
 
 
 class ServerTiming:
-    """ASGI middleware adding ``Server-Timing: app;dur=<ms>`` to every response: the time from the
-    request reaching the app to the response starting, in milliseconds (what the service spent,
-    without the network and the client)."""
+    """ASGI middleware adding ``Server-Timing: app;dur=<ms>, call;dur=<ms>`` to every response:
+    ``app`` is the time from the request reaching the app to the response starting (what the
+    service spent, without the network and the client); ``call`` is the part of it spent in Memory
+    calls (:data:`~retain.facade.aio.CALL_SECONDS`; 0 for a request that makes none). Milliseconds;
+    ``app`` minus ``call`` is the service's own work: routing, the key check, body validation and
+    JSON encoding."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -85,12 +90,17 @@ class ServerTiming:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
+        calls: list[float] = []
+        token = CALL_SECONDS.set(calls)
 
         async def timed(message: Any) -> None:
             if message["type"] == "http.response.start":
                 spent = (time.perf_counter() - start) * 1000
-                headers = [*message.get("headers", []), (b"server-timing", f"app;dur={spent:.3f}".encode())]
-                message = {**message, "headers": headers}
+                timing = f"app;dur={spent:.3f}, call;dur={sum(calls) * 1000:.3f}"
+                message = {**message, "headers": [*message.get("headers", []), (b"server-timing", timing.encode())]}
             await send(message)
 
-        await self.app(scope, receive, timed)
+        try:
+            await self.app(scope, receive, timed)
+        finally:
+            CALL_SECONDS.reset(token)

@@ -76,26 +76,59 @@ def _located(text: str, value: str, *, widen: bool = False) -> Iterator[tuple[in
 
 _PREFIXES = tuple((name, needle, re.compile(rf"(?<![0-9A-Za-z_-]){pattern}")) for name, needle, pattern in KEY_PREFIXES)
 _BEARER = re.compile(r"\bBearer\s+([A-Za-z0-9._~+/-]{20,}=*)")
+# What a credential is called. Besides the words for a password, the names of a code or key by what
+# it opens, in either word order: the qualifier first in English and German ("door code", "wifi key",
+# "Türcode", "WLAN-Schlüssel"), the noun first in the Romance languages ("code wifi", "code de la
+# porte", "código de acceso", "codice del cancello", "clé WPA"); "clave" is Spanish for a password.
+_OPENS = (
+    r"wi-?fi|wlan|wpa2?|r[ée]seau|red|rede|rete|porte|portail|porta|port[ãa]o|puerta|portal|port[óo]n|cancello"
+    r"|alarme?|allarme|acc[èe]s|acceso|accesso|acesso|entr[ée]e|entrada|ingresso|immeuble|edificio|pr[ée]dio"
+    r"|coffre|cofre|cassaforte|garage|garaje|garagem|s[ée]curit[ée]|seguridad|sicurezza|seguran[çc]a"
+    r"|secret|secreto|segreto|pin|haust[üu]r|t[üu]r|tor|hoftor|eingang|alarmanlage|tresor|safe"
+)
+_OF = (
+    r"(?:de la |de l'|du |del |della |dello |dell'|do |da |de |di |d'"
+    r"|f[üu]r die |f[üu]r den |f[üu]r das |f[üu]rs |vom |zum |zur |der |des )?"
+)
 _PW_WORDS = (
     r"password|passwd|passcode|passphrase|pwd|pin|pass|passwort|kennwort|mot de passe|mdp|senha|wachtwoord"
-    r"|contraseña|contrasena|(?:door|gate|alarm|access|entry|safe|lock|garage|locker|building) code"
+    r"|contraseña|contrasena|clave|parola d'ordine|pw|geheimzahl|geheimnummer|digicode|combination"
+    r"|(?:door|gate|alarm|access|entry|safe|lock|garage|locker|building|wi-?fi|wlan|network|router) (?:code|key)"
+    r"|(?:wlan|wifi|netzwerk|tür|tor|alarm|zugangs|tresor)-?(?:schlüssel|code)|digicode"
+    rf"|(?:code|c[óo]digo|codice|cl[ée]|chiave|chave|llave) {_OF}(?:{_OPENS})"
 )
-_COPULA = r"(?:is|was|ist|lautet|est|es|è|é|era)(?:[ \t]+(?:now|still|currently|jetzt|maintenant|ahora|ora))?"
+_COPULA = r"(?:is|was|ist|lautet|est|c['’]est|es|è|é|era)(?:[ \t]+(?:now|still|currently|jetzt|maintenant|ahora|ora))?"
 # cue, then either the value (after an optional copula and colon: "password: X", "password is X") or
 # up to four linking words and then a copula or colon ("the password for the NAS is X", "Die PIN
 # meiner EC-Karte ist X", "le mot de passe du routeur est X").
 _PASSWORD_PROSE = re.compile(
-    rf"\b(?:{_PW_WORDS})\b(?:[ \t]+{_COPULA}\b)?[ \t]*(?P<colon>[:=：])?[ \t]*(?P<value>[!-~]{{4,}})"
-    r"|(?:密码|口令|パスワード|暗証番号|비밀번호)(?:是|为|は|는|은)?[ \t:：]{0,3}(?P<cjk>[!-~]{4,})",
+    rf"\b(?:{_PW_WORDS})\b(?:['’]s\b)?(?:,?[ \t]+{_COPULA}\b)?[ \t]*(?P<colon>[:=：])?[ \t]*(?P<value>[!-~]{{4,}})"
+    r"|(?:密码|口令|パスワード|暗証番号|비밀번호|비번)(?:是|为|は|는|은)?[ \t:：]{0,3}(?P<cjk>[!-~]{4,})",
     _I,
 )
 _PASSWORD_LINKED = re.compile(
     rf"\b(?:{_PW_WORDS})\b(?:[ \t]+(?!{_COPULA}\b)[^\W\d]+(?:[-'][^\W\d]+)*){{1,4}}?"
-    rf"(?:[ \t]+{_COPULA}\b[ \t]*[:=：]?|[ \t]*[:=：])[ \t]*(?P<value>[!-~]{{4,}})",
+    rf"(?:,?[ \t]+{_COPULA}\b[ \t]*[:=：]?|[ \t]*[:=：])[ \t]*(?P<value>[!-~]{{4,}})",
     _I,
 )
 _PASSWORD_SET_TO = re.compile(
-    rf"\b(?:set|changed?|reset|updated?)\b[^.!?\n]{{0,40}}?\b(?:{_PW_WORDS})[ \t]+to[ \t]+(?P<value>[!-~]{{4,}})", _I
+    rf"\b(?:set|changed?|reset|updated?)\b[^.!?\n]{{0,40}}?\b(?:{_PW_WORDS}|login)[ \t]+to[ \t]+"
+    r"(?P<value>[!-~]{4,})",
+    _I,
+)
+# A code typed on a keypad, with no name for it ("punch 7294 on the keypad by the side door").
+_KEYPAD = re.compile(
+    r"\b(?:punch|key|tap|type|enter|press)(?:[ \t]+in)?[ \t]+(?P<value>\d{3,8}#?)[ \t]+(?:on|into|at)[ \t]+the"
+    r"(?:[ \t]+[^\W\d]+)?[ \t]+(?:keypad|door|gate|panel|lock)\b",
+    _I,
+)
+# An API key or token named in prose, in any language, when its value is key-shaped (16 or more
+# letters and digits, both present): "Der API-Schlüssel lautet 3f9a...", "clé API : ...".
+_API_KEY_PROSE = re.compile(
+    r"\b(?:api[- ]?(?:key|schlüssel|token)|cl[ée] (?:d['’])?api|clave (?:de )?(?:la )?api|chave (?:de )?api"
+    r"|chiave api|access[- ]?key(?: secret)?|secret[- ]?key|(?:access|auth|bot|bearer|refresh)[- ]?token)\b"
+    rf"(?:[ \t]+{_COPULA}\b)?[ \t]*[:=：]?[ \t]*(?P<value>[A-Za-z0-9_./+=-]{{16,}})",
+    _I,
 )
 _PASSPHRASE_WORDS = re.compile(
     rf"\bpassphrase\b[^.!?\n:]{{0,40}}?(?:[ \t]+{_COPULA}\b|:)[ \t]*"
@@ -103,6 +136,9 @@ _PASSPHRASE_WORDS = re.compile(
     r"(?=[ \t]*(?:[.!?,;\n]|$))",
     _I,
 )
+_FIGURATIVE_CUE = re.compile(r"\bclave\b", _I)
+"""A cue that is also an everyday word ("la clave es practicar", the key is to practise): its value
+must look like a secret; a plain lower-case word is not taken for a passphrase."""
 _PATH = re.compile(r"[\w.~-]*(?:/[\w.-]+)+\.\w{1,5}")
 _BARE_PASS = re.compile(r"\bpass\b[ \t]*$", _I)
 """``pass`` with no copula or colon ("bus pass 4471"): its value needs a letter, not only digits."""
@@ -137,6 +173,17 @@ _KEYWORD_NEEDLES = ("key", "pass", "pwd", "secret", "contras")
 _PROSE_NEEDLES = (
     "pass",
     "code",
+    "código",
+    "codigo",
+    "codice",
+    "clave",
+    "parola",
+    "key",
+    "schlüssel",
+    "clé",
+    "chiave",
+    "chave",
+    "llave",
     "mdp",
     "contrase",
     "pwd",
@@ -149,6 +196,14 @@ _PROSE_NEEDLES = (
     "パスワード",
     "暗証番号",
     "비밀번호",
+    "비번",
+    "geheim",
+    "digicode",
+    "combination",
+    "pw",
+    "door",
+    "token",
+    "login",
 )
 # CJK, kana, hangul and full-width forms: a password value written against them ends where they start
 # ("password: Tulip#2024です" covers "Tulip#2024" only).
@@ -157,6 +212,11 @@ _TRAILING_PUNCT = ".,;:)]}'\"`"
 _EDGE_PUNCT = ".,;:!?*_'\"`"
 _INDIRECT = re.compile(r"[\[\]({<>}]|\$\w")  # a call, an index, markup, a template or a variable
 _REFERENCE = re.compile(r"[A-Za-z_$]+(?:\.[A-Za-z_$]+)+")  # process.env.API_KEY, settings.secret
+
+
+_PIN = re.compile(r"\d{4,8}")
+"""A PIN or door code: a cue names it, so "1234" is the code, not a placeholder (detect-secrets'
+sequential-string filter is not applied to it)."""
 
 
 def _looks_like_secret(value: str) -> bool:
@@ -169,7 +229,7 @@ def _looks_like_secret(value: str) -> bool:
     if len(core) < 4 or not any(ch.isalnum() for ch in core) or _REFERENCE.fullmatch(core):
         return False
     _, _, filters = _keyword_tools()
-    if any(f(core) for f in filters):
+    if any(f(core) for f in filters if not (f is filters[2] and _PIN.fullmatch(core))):
         return False
     inner_symbol = any(not (ch.isalnum() or ch in "_-") for ch in core)
     inner_capital = any(ch.isupper() for ch in core[1:]) and any(ch.islower() for ch in core)
@@ -283,7 +343,12 @@ def _prose_passwords(text: str) -> Iterator[Finding]:
     after up to four linking words and a copula or colon ("the password for the NAS is X")."""
     for m in _PASSPHRASE_WORDS.finditer(text):  # a passphrase of several words: the words
         yield Finding("password", m.start("value"), m.end("value"), "pattern:passphrase")
+    for m in _API_KEY_PROSE.finditer(text):
+        value = m.group("value").rstrip(_TRAILING_PUNCT)
+        if any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value):
+            yield Finding("api_key", m.start("value"), m.start("value") + len(value), "pattern:api_key_prose")
     matches = [*_PASSWORD_PROSE.finditer(text), *_PASSWORD_LINKED.finditer(text), *_PASSWORD_SET_TO.finditer(text)]
+    matches += _KEYPAD.finditer(text)
     for m in matches:
         group = "cjk" if m.re is _PASSWORD_PROSE and m.group("cjk") is not None else "value"
         value = m.group(group).rstrip(_TRAILING_PUNCT)
@@ -293,7 +358,7 @@ def _prose_passwords(text: str) -> Iterator[Finding]:
         if _PATH.fullmatch(value):  # a file path ("tests pass: tests/api.test.ts"), not a secret
             continue
         stated = group == "cjk" or m.re is _PASSWORD_SET_TO or bool(re.search(rf"(?:[:=：]|\s{_COPULA})\s*$", lead, _I))
-        if _looks_like_secret(value) or (stated and _passphrase(value)):
+        if _looks_like_secret(value) or (stated and _passphrase(value) and not _FIGURATIVE_CUE.search(lead)):
             yield Finding("password", m.start(group), m.start(group) + len(value), "pattern:password_prose")
 
 

@@ -31,6 +31,7 @@ PLACEHOLDERS: Mapping[str, str] = MappingProxyType(
         "password": "[PASSWORD]",
         "username": "[USERNAME]",
         "secret": "[SECRET]",
+        "address": "[ADDRESS]",
     }
 )
 """Placeholder for each kind; an unknown kind becomes ``[KIND]`` (upper-cased)."""

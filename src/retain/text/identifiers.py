@@ -73,8 +73,11 @@ _TEST_CARDS = re.compile(r"\b(?:test|testing|sandbox|dummy|example|fake)\s+(?:cr
 _CVV_CUE = (
     r"\b(?:cvv2?|cvc2?|cvn|csc|cid|card (?:security|verification) (?:code|value|number)|security code"
     r"|(?:karten)?prüfnummer|sicherheitscode|prüfziffer|cryptogramme(?: visuel)?|code de sécurité"
-    r"|c[óo]digo de (?:seguridad|verificaci[óo]n)|codice di (?:sicurezza|verifica))\b"
-    r"|安全码|验证码|セキュリティコード|보안\s?코드"
+    r"|c[óo]digo de (?:seguridad|verificaci[óo]n)|codice di (?:sicurezza|verifica)"
+    r"|(?:three|four|3|4)[- ]digits? on the back"
+    r")\b"
+    r"|安全码|验证码|セキュリティコード|보안\s?코드|(?:卡)?背面的?(?:三|3|四|4)位数?|(?:裏|裏面|うら)の(?:3|４|4|３)桁"
+    r"|뒷면\s?(?:3|세)\s?자리"
 )
 _CVV = re.compile(
     rf"(?:{_CVV_CUE})(?:[^\d\n.!?。！？]|[.!?](?!\s|$)){{0,40}}?(?<![\d.,])(\d{{3,4}})(?![\d.,:/]\d|\d)", _I
@@ -201,6 +204,7 @@ def find_national_ids(text: str) -> Iterator[Finding]:
     for m in _SSN_CUE.finditer(text):
         yield Finding("national_id", m.start(1), m.end(1), "cue:ssn")
     yield from _eu_tax_ids(text)
+    yield from _world_ids(text)
 
 
 _EU_ID_CUE = re.compile(
@@ -209,6 +213,35 @@ _EU_ID_CUE = re.compile(
     r"|(?:\bsécurité sociale|\bnuméro de sécu|\bNIR)\b[^\d\n]{0,12}(?P<fr>[12](?: ?[\dAB]){12,14})(?!\d)",
     _I,
 )
+
+
+# National numbers of more countries: the distinctive shapes checked by ``stdnum`` (Brazil's CPF
+# 000.000.000-00, Korea's resident registration number 000000-0000000), and any 9-13 digits right
+# after their name (CPF, NIF / contribuinte, BSN / burgerservicenummer, マイナンバー / 個人番号,
+# 주민등록번호), checksum or not.
+_BR_CPF = re.compile(r"(?<![\d.])\d{3}\.\d{3}\.\d{3}-\d{2}(?![\d-])")
+_KR_RRN = re.compile(r"(?<![\d-])\d{6}-[1-8]\d{6}(?![\d-])")
+_WORLD_ID_CUE = re.compile(
+    r"(?:\b(?:cpf|nif|contribuinte|bsn|burgerservicenummer|sofinummer)\b|マイナンバー|個人番号|주민(?:등록)?번호)"
+    r"[^\d\n]{0,12}?(?P<value>(?<!\d)\d(?:[ .-]?\d){8,12})(?!\d)",
+    _I,
+)
+
+
+def _world_ids(text: str) -> Iterator[Finding]:
+    """CPF and Korean resident numbers by shape and checksum; CPF, NIF, BSN, My Number and resident
+    numbers after their name."""
+    from stdnum.br import cpf
+    from stdnum.kr import rrn
+
+    for m in _BR_CPF.finditer(text):
+        if cpf.is_valid(m.group()):
+            yield Finding("national_id", m.start(), m.end(), "stdnum.br.cpf")
+    for m in _KR_RRN.finditer(text):
+        if rrn.is_valid(m.group()):
+            yield Finding("national_id", m.start(), m.end(), "stdnum.kr.rrn")
+    for m in _WORLD_ID_CUE.finditer(text):
+        yield Finding("national_id", m.start("value"), m.end("value"), "cue:national_id")
 
 
 def _eu_tax_ids(text: str) -> Iterator[Finding]:

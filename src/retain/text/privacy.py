@@ -28,8 +28,11 @@ placeholder is what :func:`redact` writes):
 - ``password`` -> ``[PASSWORD]``: ``detect-secrets`` BasicAuthDetector (``://user:pass@``) and
   KeywordDetector on password names (``password=...``, ``db_pass: ...``); prose ("my password is
   X", "password X", "PIN: X", "Passwort: X", "mot de passe : X", "senha X", 密码 X, パスワードは X,
-  暗証番号 X, 비밀번호는 X). A value ends where CJK, kana, hangul or full-width text starts.
-- ``cvv`` -> ``[CVV]``: 3-4 digits right after CVV / CVC / CSC / security code / 安全码.
+  暗証番号 X, 비밀번호는 X), and a code or key named by what it opens in either word order ("door
+  code", "wifi key", "WLAN-Schlüssel", "code wifi", "código de la puerta", "clave del wifi"). A value
+  ends where CJK, kana, hangul or full-width text starts.
+- ``cvv`` -> ``[CVV]``: 3-4 digits right after CVV / CVC / CSC / security code / 安全码 / "the 3
+  digits on the back" / 背面的三位数.
 - ``passport`` -> ``[PASSPORT]``: 6-9 digits (up to two letters first) after "passport" / 护照.
 - ``username`` -> ``[USERNAME]``: an identifier-shaped login name (a digit, ``.``, ``_`` or
   ``@`` in it) right after "username", "user name", "user id", "login name" / "login id", 用户名 or
@@ -37,6 +40,8 @@ placeholder is what :func:`redact` writes):
 - ``secret`` -> ``[SECRET]``: KeywordDetector on other names (``api_key=...``, ``secret: ...``);
   Base64HighEntropyString on unquoted tokens (>= 20 characters, upper and lower case and digits,
   Shannon entropy > 4.5 bits) and HexHighEntropyString on quoted ones (>= 16, entropy > 3.0).
+- ``address`` -> ``[ADDRESS]``: the street line of a postal address by its shape, in English,
+  French, Spanish, Portuguese, Italian, German, Dutch, Chinese and Japanese (:mod:`retain.text.addresses`).
 - ``ip`` -> ``[IP]``: ``ipaddress`` on candidate tokens (``host:port`` allowed); loopback,
   unspecified, link-local and multicast addresses are ignored, private ones are not.
 - ``phone`` -> ``[PHONE]``: ``phonenumbers`` (libphonenumber), ``PhoneNumberMatcher`` at leniency
@@ -65,7 +70,8 @@ Known limitations (each a deliberate trade of recall for fewer false alarms):
 - Unlabelled secrets shorter than 20 characters (a bare "Tulip#2024" with no cue) are missed.
 - A four-part version string ("1.2.3.4") reads as an IPv4 address unless "v", "version",
   "release" or "build" comes right before it.
-- Names, postal addresses and dates of birth are not detected (that needs a NER model).
+- Names, dates of birth and postal addresses other than a numbered street line (see
+  :mod:`retain.text.addresses`) are not detected (that needs a NER model).
 
 Cost: about 1 microsecond per character of prose (0.4 ms for a typical scenario event); text dense
 with digit runs (tables of numbers) costs up to ~50 microseconds per character, nearly all of it
@@ -78,6 +84,7 @@ import functools
 import unicodedata
 
 from retain.errors import InvalidInput
+from retain.text.addresses import find_addresses
 from retain.text.credentials import find_high_entropy, find_key_prefixes, find_passwords, find_vendor_keys
 from retain.text.findings import Detector, Finding
 from retain.text.identifiers import (
@@ -113,6 +120,7 @@ _DETECTORS: tuple[Detector, ...] = (
     find_high_entropy,
     find_ips,
     find_phones,
+    find_addresses,
 )
 
 
