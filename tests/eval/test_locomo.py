@@ -126,3 +126,21 @@ def test_window_recall_counts_the_neighbours_of_each_hit():
     assert out["by_category"] == {"1": 0.5, "2": 0.0, "5": 1.0}  # D1:2 covers D1:1-3; D1:3 covers D1:2-4
     assert out["recall@1_units"] == 0.25  # headline: categories 1-4 only
     assert window_recall(pools, rankings, window=2, k=1)["by_category"]["2"] == 1.0
+
+
+def test_run_locomo_replays_into_a_given_store_and_refuses_one_already_holding_the_conversation(locomo_file, tmp_path):
+    from retain import Memory
+    from retain.errors import InvalidInput
+
+    conversations = load_locomo(locomo_file)
+    path = str(tmp_path / "locomo.db")
+    on_file = run_locomo(conversations, lambda: HashingEncoder(64), loco=False, progress=False, location=path)
+    in_memory = run_locomo(conversations, lambda: HashingEncoder(64), loco=False, progress=False)
+    assert [r["recall@10"] for r in on_file["runs"]] == [r["recall@10"] for r in in_memory["runs"]]
+    with Memory(path, encoder=HashingEncoder(64)) as mem:
+        stored = {ns: len(mem.records(namespace=ns)) for ns in mem.store.namespaces()}
+    assert stored == {f"locomo-{c.sample_id}": 5 for c in conversations}
+    with pytest.raises(InvalidInput, match="already holds records"):
+        run_locomo(conversations, lambda: HashingEncoder(64), loco=False, progress=False, location=path)
+    with Memory(path, encoder=HashingEncoder(64)) as mem:
+        assert {ns: len(mem.records(namespace=ns)) for ns in mem.store.namespaces()} == stored  # nothing added

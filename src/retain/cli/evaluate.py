@@ -49,6 +49,13 @@ def eval_locomo(
         typer.Option(help="Also run budgeted memory at these shares of each conversation's turns, e.g. 0.1,0.25,0.5."),
     ] = None,
     policy: PolicyOption = ALL_POLICIES,
+    db: Annotated[
+        str,
+        typer.Option(
+            help="Store to replay into: ':memory:' (default), a file path or a postgresql:// URL; "
+            "each conversation's namespace must be empty there."
+        ),
+    ] = ":memory:",
 ) -> None:
     """The main job: replay LoCoMo into memory and score turn-level evidence retrieval.
 
@@ -66,7 +73,12 @@ def eval_locomo(
         fail(exc)
     enc = make_encoder(encoder)
     err_console.print(f"LoCoMo: {path} ({len(conversations)} conversations), encoder {enc.name}")
-    result = run_locomo(conversations, lambda: enc, loco=loco and len(conversations) > 1, dataset=f"locomo:{path.name}")
+    try:
+        result = run_locomo(
+            conversations, lambda: enc, loco=loco and len(conversations) > 1, dataset=f"locomo:{path.name}", location=db
+        )
+    except RetainError as exc:
+        fail(exc)
     _print_locomo(result)
     if shares:
         budget_runs = run_locomo_budgets(conversations, enc, shares=shares, policies=policies)

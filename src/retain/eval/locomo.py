@@ -27,7 +27,7 @@ import numpy.typing as npt
 from tqdm import tqdm
 
 from retain.encoders.basis import Encoder
-from retain.errors import DatasetUnavailable
+from retain.errors import DatasetUnavailable, InvalidInput
 from retain.eval.datasets import LocomoConversation
 from retain.eval.metrics import hit_at_k, latency_summary, mean_or_none, recall_at_k, reciprocal_rank
 from retain.eval.streams import Stream, StreamQuestion
@@ -35,7 +35,7 @@ from retain.ingest.draft import NewMemory
 from retain.memory import Memory
 from retain.retrieval.fusion import PRESETS, LinearFusion, train_fusion
 from retain.retrieval.pool import candidates
-from retain.store import RecordFilter
+from retain.store import ALL_RECORDS, RecordFilter
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -121,10 +121,17 @@ def collect_pools(
     progress: bool = True,
     on_ingest: Callable[[int, float], None] | None = None,
     search: bool = True,
+    location: str = ":memory:",
 ) -> list[QuestionPool]:
     """Ingest each conversation into a fresh memory, then build every question's candidate pool and,
     when ``search``, run the default search on it (timed). ``on_ingest(turns, seconds)`` receives
-    ingest timings."""
+    ingest timings. ``location`` is the store (``:memory:``, a file path or a ``postgresql://`` URL):
+    each conversation gets its own namespace ``locomo-<sample_id>`` there.
+
+    Raises:
+        InvalidInput: a conversation's namespace already holds records at ``location`` (an earlier
+            run's records would be scored with this one's).
+    """
     pools: list[QuestionPool] = []
     encoder = encoder_factory()
     bar = tqdm(
@@ -137,8 +144,10 @@ def collect_pools(
     for conv in conversations:
         bar.set_postfix_str(conv.sample_id)
         namespace = f"locomo-{conv.sample_id}"
-        mem = Memory(":memory:", encoder=encoder, fusion=fusion)
+        mem = Memory(location, encoder=encoder, fusion=fusion)
         try:
+            if mem.store.count(namespace, ALL_RECORDS):
+                raise InvalidInput(f"namespace {namespace!r} already holds records in this store; use an empty one")
             started = time.perf_counter()
             id_to_dia = ingest(mem, conv, namespace)
             if on_ingest is not None:
@@ -263,8 +272,10 @@ def run_locomo(
     loco: bool = True,
     progress: bool = True,
     dataset: str = "locomo",
+    location: str = ":memory:",
 ) -> dict[str, Any]:
-    """Run the main job and return the report dict (see the CLI's ``--json``)."""
+    """Run the main job and return the report dict (see the CLI's ``--json``); ``location`` as in
+    :func:`collect_pools`."""
     ingest_turns, ingest_seconds = 0, 0.0
 
     def on_ingest(turns: int, seconds: float) -> None:
@@ -274,7 +285,7 @@ def run_locomo(
 
     if not any(q.evidence for c in conversations for q in c.questions):
         raise DatasetUnavailable("LoCoMo data has no question with resolvable evidence: nothing to score")
-    pools = collect_pools(conversations, encoder_factory, progress=progress, on_ingest=on_ingest)
+    pools = collect_pools(conversations, encoder_factory, progress=progress, on_ingest=on_ingest, location=location)
     latency = latency_summary([p.search_ms for p in pools])
     timing = {
         "ingest_turns_per_s": round(ingest_turns / ingest_seconds, 1) if ingest_seconds else None,
