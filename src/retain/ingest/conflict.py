@@ -46,7 +46,14 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from retain.ingest.conflict_features import FEATURES, TextReading, pair_features, pool_contexts, read_text
+from retain.ingest.conflict_features import (
+    FEATURES,
+    TextReading,
+    pair_features,
+    pool_contexts,
+    pool_rows,
+    read_text,
+)
 from retain.ingest.conflict_model import ConflictModel
 from retain.ingest.signals import (
     adopted,
@@ -320,20 +327,22 @@ def decide_all(
     contexts = pool_contexts([c for _, c in live], [position[i] for i in range(len(live))], rules)
     reading = read_text(new.content)
     new_hard = new.type is MemoryType.HARD_CONSTRAINT
-    rows = np.vstack(
-        [
-            pair_features(
-                reading,
-                read_text(old.content),
-                cos=cos,
-                new_role=new.role,
-                old_role=old.role,
-                new_hard=new_hard,
-                old_hard=old.type is MemoryType.HARD_CONSTRAINT,
-                context=ctx,
-            )
-            for (old, cos), ctx in zip(live, contexts, strict=True)
-        ]
+    rows = pool_rows(
+        np.vstack(
+            [
+                pair_features(
+                    reading,
+                    read_text(old.content),
+                    cos=cos,
+                    new_role=new.role,
+                    old_role=old.role,
+                    new_hard=new_hard,
+                    old_hard=old.type is MemoryType.HARD_CONSTRAINT,
+                    context=ctx,
+                )
+                for (old, cos), ctx in zip(live, contexts, strict=True)
+            ]
+        )
     )
     probability = model.probability(rows)
     out: list[ConflictDecision] = []
@@ -350,6 +359,27 @@ def decide_all(
         signals = tuple(name for name in _SIGNALS if row[_COL[name]] > 0)
         out.append(ConflictDecision(relation, old, overlap, cos, cues, reason, signals, float(p), probability=float(p)))
     out.sort(key=lambda d: (d.relation is not Relation.UPDATE, -d.rank))
+    return _second_targets(out, model.threshold + _SECOND_MARGIN)
+
+
+_SECOND_MARGIN = 0.2
+"""How much more than ``threshold`` an update beyond the likeliest one needs: most corrections retire
+one statement, and the pool holds many records with a value of the same kind."""
+
+
+def _second_targets(found: list[ConflictDecision], floor: float) -> list[ConflictDecision]:
+    """``found`` (updates first, strongest first) with each update after the first kept only at
+    probability ``floor`` or above; a hard constraint below it becomes an open conflict instead."""
+    out: list[ConflictDecision] = []
+    updates = 0
+    for d in found:
+        if d.relation is Relation.UPDATE:
+            updates += 1
+            if updates > 1 and d.rank < floor:
+                if d.target is None or d.target.type is not MemoryType.HARD_CONSTRAINT:
+                    continue
+                d = dataclasses.replace(d, relation=Relation.CONFLICT)
+        out.append(d)
     return out
 
 
