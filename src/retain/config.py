@@ -186,8 +186,10 @@ class MemoryConfig:
             (:class:`~retain.ingest.conflict.ConflictPolicy`).
         conflict_model: the learned conflict model that decides supersedes and open conflicts
             (:class:`~retain.ingest.conflict_model.ConflictModel`; :func:`retain.ingest.conflict.decide_all`):
-            ``"shipped"`` (default) = ``retain/models/conflict.json``, read on first use; None = the
-            rules alone (:func:`retain.ingest.conflict.decide`).
+            ``"shipped"`` (default) = ``retain/models/conflict.json``, read on first use, for records
+            of the encoder it was fitted on (MiniLM; records of another encoder fall back to the
+            rules, :meth:`~retain.ingest.conflict_model.ConflictModel.fits`); None = the rules alone
+            (:func:`retain.ingest.conflict.decide`).
         resolve_times: store the time expressions of each new record, resolved against its
             ``event_time``, as ``metadata["time_refs"]`` (:func:`retain.text.temporal.resolve_times`;
             unresolved, granularity "unknown", when the event time is unknown). A caller's own
@@ -221,7 +223,7 @@ class MemoryConfig:
     supersede: bool = True
     conflict_judge: ConflictJudge | None = None
     conflict_policy: ConflictPolicy = DEFAULT_POLICY
-    conflict_model: ConflictModel | Literal["shipped"] | None = None
+    conflict_model: ConflictModel | Literal["shipped"] | None = "shipped"
     resolve_times: bool = True
     graph: GraphConfig = DEFAULT_GRAPH_CONFIG
     retrieval: RetrievalConfig = field(default=DEFAULT_RETRIEVAL_CONFIG)

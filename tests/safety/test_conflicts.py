@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from retain.config import MemoryConfig
 from retain.encoders.basis import HashingEncoder
 from retain.errors import Forbidden, InvalidInput, RecordNotFound
+from retain.ingest.conflict_model import default_conflict_model
 from retain.memory import Memory
 from retain.record import MemoryType
 
@@ -14,8 +17,10 @@ NS = "conflicts"
 
 
 def mem(**config: object) -> Memory:
-    """A memory deciding with the shipped conflict model (opt-in: ``MemoryConfig(conflict_model="shipped")``)."""
-    config.setdefault("conflict_model", "shipped")
+    """A memory deciding with the shipped conflict model over the hashing encoder's vectors (the model
+    names MiniLM as its encoder, so the default falls back to the rules for hashing vectors; its
+    ``meta`` is emptied here to apply it anyway)."""
+    config.setdefault("conflict_model", dataclasses.replace(default_conflict_model(), meta={}))
     return Memory(encoder=HashingEncoder(64), config=MemoryConfig(**config))  # type: ignore[arg-type]
 
 

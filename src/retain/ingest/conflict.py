@@ -54,6 +54,7 @@ from retain.ingest.conflict_features import (
     pool_rows,
     read_text,
 )
+from retain.ingest.conflict_guards import evidence_of_change
 from retain.ingest.conflict_model import ConflictModel
 from retain.ingest.signals import (
     adopted,
@@ -347,6 +348,8 @@ def decide_all(
     probability = model.probability(rows)
     out: list[ConflictDecision] = []
     for (old, cos), p, row in zip(live, probability, rows, strict=True):
+        if not evidence_of_change(row):
+            continue
         relation = _learned_relation(new, reading, old, float(p), row, model, batch)
         if relation is None:
             continue
@@ -362,6 +365,7 @@ def decide_all(
     return _second_targets(out, model.threshold + _SECOND_MARGIN)
 
 
+_COL = {name: i for i, name in enumerate(FEATURES)}
 _SECOND_MARGIN = 0.2
 """How much more than ``threshold`` an update beyond the likeliest one needs: most corrections retire
 one statement, and the pool holds many records with a value of the same kind."""
@@ -369,13 +373,17 @@ one statement, and the pool holds many records with a value of the same kind."""
 
 def _second_targets(found: list[ConflictDecision], floor: float) -> list[ConflictDecision]:
     """``found`` (updates first, strongest first) with each update after the first kept only at
-    probability ``floor`` or above; a hard constraint below it becomes an open conflict instead."""
+    probability ``floor`` or above, or when its target is the agent's own restatement (a thought or a
+    recap: a correction retires those too); a hard constraint below it becomes an open conflict."""
     out: list[ConflictDecision] = []
     updates = 0
     for d in found:
         if d.relation is Relation.UPDATE:
             updates += 1
-            if updates > 1 and d.rank < floor:
+            restatement = d.target is not None and (
+                d.target.role in DEFAULT_POLICY.reflective_roles or read_text(d.target.content).recap
+            )
+            if updates > 1 and d.rank < floor and not restatement:
                 if d.target is None or d.target.type is not MemoryType.HARD_CONSTRAINT:
                     continue
                 d = dataclasses.replace(d, relation=Relation.CONFLICT)
@@ -383,7 +391,6 @@ def _second_targets(found: list[ConflictDecision], floor: float) -> list[Conflic
     return out
 
 
-_COL = {name: i for i, name in enumerate(FEATURES)}
 _SIGNALS = (
     "cue",
     "aligned",

@@ -29,8 +29,9 @@ def supersede(
     """Link each update among ``fresh`` to the records it supersedes. Returns (fresh with links
     set, stored records now superseded, "supersede" and "conflict" audit entries, open-conflict edges).
 
-    With the conflict model (``config.conflict_model``) a new record may retire several records (each
-    current statement of its slot; its ``supersedes`` names the likeliest) and may open conflicts
+    With the conflict model (``config.conflict_model``, when it fits the records' encoder:
+    :meth:`~retain.ingest.conflict_model.ConflictModel.fits`; else the rules) a new record may retire
+    several records (each current statement of its slot; its ``supersedes`` names the likeliest) and may open conflicts
     (:mod:`retain.safety.conflicts`). A record that supersedes a hard constraint is itself a hard
     constraint (the corrected limit), unless its caller gave a type (``typed`` ids): it takes the
     type and the core tier. An actor outside ``config.trusted_actors`` never supersedes a hard
@@ -43,6 +44,8 @@ def supersede(
     from retain.ingest.detect import find_updates
 
     model = config.resolved_conflict_model()
+    if model is not None and not all(model.fits(r.encoder) for r in fresh if r.embedding is not None):
+        model = None  # fitted on another encoder's cosines: the rules decide
     found = find_updates(
         store, namespace, fresh, policy=config.conflict_policy, judge=config.conflict_judge, model=model
     )
