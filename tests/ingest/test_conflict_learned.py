@@ -79,7 +79,10 @@ def test_pool_rows_rank_each_candidate_against_its_pool() -> None:
 
 def test_the_shipped_model_fits_minilm_only_and_is_the_default() -> None:
     model = default_conflict_model()
-    assert MemoryConfig().conflict_model == "shipped"
+    assert MemoryConfig().conflict_model == "auto"
+    assert MemoryConfig().resolved_conflict_model("all-MiniLM-L6-v2") is model
+    assert MemoryConfig().resolved_conflict_model("hashing-64") is None
+    assert MemoryConfig(conflict_model="shipped").resolved_conflict_model("hashing-64") is model
     assert model.fits("all-MiniLM-L6-v2") and not model.fits("hashing-64") and not model.fits(None)
     assert dataclasses.replace(model, meta={}).fits("hashing-64")
 
@@ -94,7 +97,7 @@ def test_hashing_vectors_fall_back_to_the_rules_by_default() -> None:
     default = Memory(encoder=HashingEncoder(64))
     forced = Memory(
         encoder=HashingEncoder(64),
-        config=MemoryConfig(conflict_model=dataclasses.replace(default_conflict_model(), meta={})),
+        config=MemoryConfig(conflict_model="shipped"),
     )
     for m in (default, forced):
         rule = m.add(texts[0], namespace=NS, type=MemoryType.HARD_CONSTRAINT)

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from retain.config import MemoryConfig
 from retain.encoders.basis import HashingEncoder
 from retain.errors import Forbidden, InvalidInput, RecordNotFound
-from retain.ingest.conflict_model import default_conflict_model
 from retain.memory import Memory
 from retain.record import MemoryType
 
@@ -17,10 +14,9 @@ NS = "conflicts"
 
 
 def mem(**config: object) -> Memory:
-    """A memory deciding with the shipped conflict model over the hashing encoder's vectors (the model
-    names MiniLM as its encoder, so the default falls back to the rules for hashing vectors; its
-    ``meta`` is emptied here to apply it anyway)."""
-    config.setdefault("conflict_model", dataclasses.replace(default_conflict_model(), meta={}))
+    """A memory deciding with the shipped conflict model over the hashing encoder's vectors (the default,
+    "auto", would fall back to the rules for them: the model was fitted on MiniLM cosines)."""
+    config.setdefault("conflict_model", "shipped")
     return Memory(encoder=HashingEncoder(64), config=MemoryConfig(**config))  # type: ignore[arg-type]
 
 
