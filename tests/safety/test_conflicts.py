@@ -14,7 +14,8 @@ NS = "conflicts"
 
 
 def mem(**config: object) -> Memory:
-    """A memory deciding with the shipped conflict model (opt-in: ``MemoryConfig(conflict_model="shipped")``)."""
+    """A memory deciding with the shipped conflict model over the hashing encoder's vectors (the default,
+    "auto", would fall back to the rules for them: the model was fitted on MiniLM cosines)."""
     config.setdefault("conflict_model", "shipped")
     return Memory(encoder=HashingEncoder(64), config=MemoryConfig(**config))  # type: ignore[arg-type]
 

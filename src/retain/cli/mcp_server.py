@@ -51,7 +51,8 @@ def mcp_cmd(
         str,
         typer.Option(
             "--conflict-model",
-            help="'rules' (default) or 'shipped': the learned conflict model decides supersedes and open conflicts.",
+            help="'rules' (default), 'auto' (the learned conflict model for MiniLM vectors, else the rules) "
+            "or 'shipped' (the learned model for any encoder).",
         ),
     ] = "rules",
 ) -> None:
@@ -74,8 +75,8 @@ def mcp_cmd(
                 grants.append(Grant(namespace, Role.WRITE))
             principal = Principal(actor, grants=tuple(grants), tenant=tenant)
         scope = ServerScope(namespace=namespace, principal=principal, actor=actor)
-        if conflict_model not in ("rules", "shipped"):
-            raise typer.BadParameter(f"--conflict-model: 'rules' or 'shipped', got {conflict_model!r}")
+        if conflict_model not in ("auto", "rules", "shipped"):
+            raise typer.BadParameter(f"--conflict-model: 'auto', 'rules' or 'shipped', got {conflict_model!r}")
     except RetainError as exc:
         fail(exc)
     memory = _with_model(open_memory(db, create=True), conflict_model)
@@ -102,12 +103,15 @@ def _grant(text: str) -> Grant:
 
 
 def _with_model(memory: Memory, conflict_model: str) -> Memory:
-    """``memory`` reopened with the shipped conflict model when asked (same store and encoder)."""
-    if conflict_model != "shipped":
+    """``memory`` reopened with the conflict model asked for (same store and encoder): "rules" = the
+    rules alone, "shipped" = the shipped model for any encoder; "auto" (the default config) as is."""
+    if conflict_model == "auto":
         return memory
     from retain.config import MemoryConfig
     from retain.memory import Memory as Reopened
 
     path, encoder = memory.store.location, memory.encoder
     memory.close()
-    return Reopened(path, encoder=encoder, config=MemoryConfig(conflict_model="shipped"))
+    return Reopened(
+        path, encoder=encoder, config=MemoryConfig(conflict_model=None if conflict_model == "rules" else "shipped")
+    )

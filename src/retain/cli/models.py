@@ -76,9 +76,9 @@ def fit_conflict(
     train: Annotated[Path, typer.Option(help="Training scenarios (a folder of retain-scenario/1 files).")] = Path(
         "scenarios/train"
     ),
-    threshold: Annotated[float, typer.Option(help="P(update) at which a pair supersedes (chosen on dev).")] = 0.5,
-    hard_threshold: Annotated[float, typer.Option(help="P(update) a hard constraint's update needs.")] = 0.7,
-    conflict_threshold: Annotated[float, typer.Option(help="P(update) that opens a conflict instead.")] = 0.3,
+    threshold: Annotated[float, typer.Option(help="P(update) at which a pair supersedes (chosen on dev).")] = 0.52,
+    hard_threshold: Annotated[float, typer.Option(help="P(update) a hard constraint's update needs.")] = 0.6,
+    conflict_threshold: Annotated[float, typer.Option(help="P(update) that opens a conflict instead.")] = 0.5,
     encoder: EncoderOption = "minilm",
 ) -> None:
     """Fit the conflict model on labelled (new, old) pairs of training scenarios and write it as JSON.

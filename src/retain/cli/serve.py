@@ -85,7 +85,8 @@ def serve_command(
         str,
         typer.Option(
             "--conflict-model",
-            help="'rules' (default) or 'shipped': the learned conflict model decides supersedes and open conflicts.",
+            help="'rules' (default), 'auto' (the learned conflict model for MiniLM vectors, else the rules) "
+            "or 'shipped' (the learned model for any encoder).",
         ),
     ] = "rules",
     inline: Annotated[
@@ -156,10 +157,10 @@ def _open(
     from retain.memory import Memory
     from retain.retention.budget import Budget
 
-    if conflict_model not in ("rules", "shipped"):
-        fail_plain(f"--conflict-model: 'rules' or 'shipped', got {conflict_model!r}")
+    if conflict_model not in ("auto", "rules", "shipped"):
+        fail_plain(f"--conflict-model: 'auto', 'rules' or 'shipped', got {conflict_model!r}")
     memory = open_memory(db, encoder, create=True)
-    if budget is None and not trusted_actor and conflict_model != "shipped":
+    if budget is None and not trusted_actor and conflict_model == "rules":  # the default config
         return memory
     path, chosen = memory.store.location, memory.encoder
     memory.close()
@@ -170,7 +171,8 @@ def _open(
             encoder=chosen,
             budget=None if budget is None else Budget(budget, policy=policy),
             config=MemoryConfig(
-                trusted_actors=trusted, conflict_model="shipped" if conflict_model == "shipped" else None
+                trusted_actors=trusted,
+                conflict_model=None if conflict_model == "rules" else conflict_model,  # type: ignore[arg-type]
             ),
         )
     except RetainError as exc:

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from retain.encoders.basis import Encoder
 from retain.eval.scenarios import Scenario, load_scenarios
 from retain.ingest.conflict import rule_relations
-from retain.ingest.conflict_features import FEATURES, pair_features, pool_contexts, read_text
+from retain.ingest.conflict_features import FEATURES, pair_features, pool_contexts, pool_rows, read_text
 from retain.ingest.conflict_model import ConflictModel, ConflictTree
 from retain.record import MemoryRecord, MemoryType
 from retain.text.classify import classify
@@ -124,9 +124,10 @@ def scenario_pairs(scenario: Scenario, embed: Embed, *, window: int = 10) -> Pai
             missed += len(gold & {events[j].id for j in pool})
             continue
         contexts = pool_contexts(cosines, pool, rules)
+        own: list[npt.NDArray[np.float64]] = []
         for j, c, ctx in zip(pool, cosines, contexts, strict=True):
             old = records[j]
-            rows.append(
+            own.append(
                 pair_features(
                     read_text(new.content),
                     read_text(old.content),
@@ -141,6 +142,8 @@ def scenario_pairs(scenario: Scenario, embed: Embed, *, window: int = 10) -> Pai
             labels.append(int(events[j].id in gold))
             keys.append((scenario.id, e.id, events[j].id))
             hard.append(old.type is MemoryType.HARD_CONSTRAINT)
+        if own:
+            rows.extend(pool_rows(np.vstack(own)))
     return PairSet(
         rows=np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)),
         labels=np.asarray(labels, dtype=np.int64),

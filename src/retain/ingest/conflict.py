@@ -46,7 +46,15 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from retain.ingest.conflict_features import FEATURES, TextReading, pair_features, pool_contexts, read_text
+from retain.ingest.conflict_features import (
+    FEATURES,
+    TextReading,
+    pair_features,
+    pool_contexts,
+    pool_rows,
+    read_text,
+)
+from retain.ingest.conflict_guards import evidence_of_change
 from retain.ingest.conflict_model import ConflictModel
 from retain.ingest.signals import (
     adopted,
@@ -320,24 +328,28 @@ def decide_all(
     contexts = pool_contexts([c for _, c in live], [position[i] for i in range(len(live))], rules)
     reading = read_text(new.content)
     new_hard = new.type is MemoryType.HARD_CONSTRAINT
-    rows = np.vstack(
-        [
-            pair_features(
-                reading,
-                read_text(old.content),
-                cos=cos,
-                new_role=new.role,
-                old_role=old.role,
-                new_hard=new_hard,
-                old_hard=old.type is MemoryType.HARD_CONSTRAINT,
-                context=ctx,
-            )
-            for (old, cos), ctx in zip(live, contexts, strict=True)
-        ]
+    rows = pool_rows(
+        np.vstack(
+            [
+                pair_features(
+                    reading,
+                    read_text(old.content),
+                    cos=cos,
+                    new_role=new.role,
+                    old_role=old.role,
+                    new_hard=new_hard,
+                    old_hard=old.type is MemoryType.HARD_CONSTRAINT,
+                    context=ctx,
+                )
+                for (old, cos), ctx in zip(live, contexts, strict=True)
+            ]
+        )
     )
     probability = model.probability(rows)
     out: list[ConflictDecision] = []
     for (old, cos), p, row in zip(live, probability, rows, strict=True):
+        if not evidence_of_change(row):
+            continue
         relation = _learned_relation(new, reading, old, float(p), row, model, batch)
         if relation is None:
             continue
@@ -350,10 +362,35 @@ def decide_all(
         signals = tuple(name for name in _SIGNALS if row[_COL[name]] > 0)
         out.append(ConflictDecision(relation, old, overlap, cos, cues, reason, signals, float(p), probability=float(p)))
     out.sort(key=lambda d: (d.relation is not Relation.UPDATE, -d.rank))
-    return out
+    return _second_targets(out, model.threshold + _SECOND_MARGIN)
 
 
 _COL = {name: i for i, name in enumerate(FEATURES)}
+_SECOND_MARGIN = 0.2
+"""How much more than ``threshold`` an update beyond the likeliest one needs: most corrections retire
+one statement, and the pool holds many records with a value of the same kind."""
+
+
+def _second_targets(found: list[ConflictDecision], floor: float) -> list[ConflictDecision]:
+    """``found`` (updates first, strongest first) with each update after the first kept only at
+    probability ``floor`` or above, or when its target is the agent's own restatement (a thought or a
+    recap: a correction retires those too); a hard constraint below it becomes an open conflict."""
+    out: list[ConflictDecision] = []
+    updates = 0
+    for d in found:
+        if d.relation is Relation.UPDATE:
+            updates += 1
+            restatement = d.target is not None and (
+                d.target.role in DEFAULT_POLICY.reflective_roles or read_text(d.target.content).recap
+            )
+            if updates > 1 and d.rank < floor and not restatement:
+                if d.target is None or d.target.type is not MemoryType.HARD_CONSTRAINT:
+                    continue
+                d = dataclasses.replace(d, relation=Relation.CONFLICT)
+        out.append(d)
+    return out
+
+
 _SIGNALS = (
     "cue",
     "aligned",

@@ -32,11 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from retain.ingest.conflict_cues import CUE_PATTERNS, cue_flags, is_recap, is_short_choice
 from retain.ingest.signals import (
     aligned_change,
     names_retracted,
     negated_terms,
     retracted_items,
+    stem,
     subject_terms,
     term_overlap,
     value_slots,
@@ -45,7 +47,16 @@ from retain.text.cues import correction_cues, explicit_cues
 from retain.text.entities import extract_entities
 from retain.text.values import canonical_values
 
-__all__ = ["FEATURES", "ROLES", "PairContext", "TextReading", "pair_features", "pool_contexts", "read_text"]
+__all__ = [
+    "FEATURES",
+    "ROLES",
+    "PairContext",
+    "TextReading",
+    "pair_features",
+    "pool_contexts",
+    "pool_rows",
+    "read_text",
+]
 
 ROLES = ("user", "agent_thought", "agent_action", "tool", "system")
 """Roles with a one-hot column each; any other role has none set."""
@@ -71,13 +82,22 @@ _HEDGE = re.compile(
     re.IGNORECASE,
 )
 _AUTHORITY = re.compile(
-    r"authoritative|official|source of truth|verified|权威|官方|核验|正式|verbindlich|officiel", re.I
+    r"authoritative|official|source of truth|verified|live|signed|权威|官方|核验|正式|verbindlich|officiel|offiziell"
+    r"|amtlich|ufficiale|oficial|signiert|公式|정식",
+    re.I,
 )
-_CACHE = re.compile(r"\bcach\w*|stale|outdated|may be out of date|缓存|过期|旧数据|キャッシュ|veraltet", re.IGNORECASE)
+_CACHE = re.compile(
+    r"\bcach\w*|stale|outdated|may be out of date|snapshot|export|copy|copia|copie|kopie|locale|缓存|过期|旧数据|副本"
+    r"|キャッシュ|veraltet|캐시",
+    re.IGNORECASE,
+)
 _RECAP = re.compile(
     r"^\s*(?:recap|summary|so far|summary so far|小结|总结|汇总|まとめ|zusammenfassung|résumé|resumen)", re.I
 )
 _QUESTION_END = ("?", "？")
+# A word naming a numbered thing ("turn 5", "Note number 0:", "room 12."): not a subject word.
+_NUMBER_WORDS = frozenset({"numbe"})
+_LABEL = re.compile(r"([^\W\d_]+)\s+(?:(?:number|no\.?|nr\.?)\s+|#)?\d+\b(?![.,]?\d|\s*[%€$£]|\s*[^\W\d_])", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +119,10 @@ class TextReading:
     cached: bool
     recap: bool
     length: int
+    flags: tuple[float, ...]
+    choice: bool
+    values: int
+    unlabelled: frozenset[str]
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -120,9 +144,18 @@ def read_text(text: str) -> TextReading:
         question=text.rstrip().endswith(_QUESTION_END),
         authoritative=_AUTHORITY.search(text) is not None,
         cached=_CACHE.search(text) is not None,
-        recap=_RECAP.search(text) is not None,
+        recap=_RECAP.search(text) is not None or is_recap(text),
         length=len(text),
+        flags=cue_flags(text),
+        choice=is_short_choice(text),
+        values=len(slots),
+        unlabelled=frozenset(subject_terms(text)) - _labels(text),
     )
+
+
+def _labels(text: str) -> set[str]:
+    """Stemmed words that only name a numbered thing in ``text`` ("turn 5", "Note number 0")."""
+    return {stem(m.group(1).lower()) for m in _LABEL.finditer(text)} | _NUMBER_WORDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +223,29 @@ _CROSS = (
     "hard_x_hedged",
     "tool_x_authority",
 )
-FEATURES: tuple[str, ...] = _BASE + _ROLE_COLUMNS + _CROSS
-"""Names of the columns :func:`pair_features` returns, in order."""
+_CUES = (
+    *(f"new_{name}" for name in CUE_PATTERNS),
+    "old_choice",
+    "new_choice",
+    "unlabelled_overlap",
+    "both_values",
+    "new_values",
+    "old_values",
+    "same_kind",
+    "self_x_cos",
+    "news_x_values",
+    "relative_x_overlap",
+    "drop_x_overlap",
+    "handover_x_cos",
+    "switch_x_choice",
+    "recap_x_cue",
+    "cue_any_x_cos",
+)
+_PAIR = _BASE + _ROLE_COLUMNS + _CROSS + _CUES
+_RANKED = ("overlap", "unlabelled_overlap", "cue_any_x_cos", "change_x_overlap")
+_POOL = tuple(f"{name}_rank" for name in _RANKED) + tuple(f"{name}_gap" for name in _RANKED)
+FEATURES: tuple[str, ...] = _PAIR + _POOL
+"""Names of the columns of a feature row (:func:`pair_features`, then :func:`pool_rows`), in order."""
 
 
 def _kind_change(new: frozenset[str], old: frozenset[str], kind: str) -> float:
@@ -222,7 +276,8 @@ def pair_features(
     old_hard: bool,
     context: PairContext,
 ) -> npt.NDArray[np.float64]:
-    """The feature row of one (new, old) pair: (len(FEATURES),) float64, in the order of :data:`FEATURES`.
+    """The pair's own columns of one (new, old) pair: (len(FEATURES) - len(_POOL),) float64, in the order of
+    :data:`FEATURES`; :func:`pool_rows` adds the columns that compare it with the rest of its pool.
 
     ``cos``: cosine of the two embeddings (-1..1); roles as stored; ``*_hard``: the record's type is
     ``hard_constraint``. Pure; raises nothing for any texts.
@@ -285,7 +340,46 @@ def pair_features(
         (1.0 if old_hard else 0.0) * (1.0 if new.hedged else 0.0),
         (1.0 if new_role == "tool" else 0.0) * authority,
     ]
-    return np.asarray(base + roles + cross, dtype=np.float64)
+    return np.asarray(base + roles + cross + _cue_columns(new, old, cos, overlap), dtype=np.float64)
+
+
+def _cue_columns(new: TextReading, old: TextReading, cos: float, overlap: float) -> list[float]:
+    """The columns of ``_CUES``: the new text's cue families (:mod:`retain.ingest.conflict_cues`), short
+    choices, subject overlap without the words that only label numbers ("turn number 5"), values."""
+    self_correct, news, relative, drop, handover, switch = new.flags
+    both = 1.0 if new.values and old.values else 0.0
+    kinds = {c[:2] for c in new.canon} & {c[:2] for c in old.canon}
+    any_cue = max(new.flags)
+    return [
+        *new.flags,
+        1.0 if old.choice else 0.0,
+        1.0 if new.choice else 0.0,
+        term_overlap(new.unlabelled, old.unlabelled),
+        both,
+        min(new.values, 5) / 5,
+        min(old.values, 5) / 5,
+        1.0 if kinds else 0.0,
+        self_correct * cos,
+        news * both,
+        relative * overlap,
+        drop * overlap,
+        handover * cos,
+        switch * (1.0 if old.choice else 0.0),
+        (1.0 if old.recap else 0.0) * max(self_correct, news, relative),
+        any_cue * cos,
+    ]
+
+
+def pool_rows(rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The full feature rows of one new record's candidate pool: ``rows`` (n, len(FEATURES) - len(_POOL))
+    from :func:`pair_features` -> (n, len(FEATURES)) float64, with each candidate's rank (1 / rank, 1 =
+    highest in the pool) and gap to the pool's best on a few columns (overlap, overlap without number
+    labels, cue x cosine, value change x overlap)."""
+    x = np.atleast_2d(np.asarray(rows, dtype=np.float64)).reshape(-1, len(_PAIR))
+    cols = x[:, [_PAIR.index(name) for name in _RANKED]]
+    order = np.argsort(np.argsort(-cols, axis=0, kind="stable"), axis=0, kind="stable")
+    gaps = cols.max(axis=0, initial=0.0) - cols if len(x) else cols
+    return np.hstack([x, 1.0 / (1.0 + order), gaps])
 
 
 def pool_contexts(cosines: Sequence[float], order: Sequence[int], rules: Sequence[float]) -> list[PairContext]:

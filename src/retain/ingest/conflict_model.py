@@ -117,6 +117,14 @@ class ConflictModel:
         in [0, 1], higher = more likely the new record supersedes the old one."""
         return np.interp(self.raw(rows), self.calib_x, self.calib_y)
 
+    def fits(self, encoder: str | None) -> bool:
+        """True when records embedded by ``encoder`` (a name, :attr:`MemoryRecord.encoder`) may be judged
+        by this model: it was fitted on that encoder's cosines, or its ``meta`` names no encoder. The
+        cosines of another encoder (e.g. the hashing encoder of tests) have another scale, so the
+        caller falls back to the rules."""
+        fitted = self.meta.get("encoder")
+        return fitted is None or fitted == encoder
+
     def to_json(self) -> str:
         """The model as JSON (what ``retain/models/conflict.json`` holds)."""
         return json.dumps(

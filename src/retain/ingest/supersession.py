@@ -29,20 +29,20 @@ def supersede(
     """Link each update among ``fresh`` to the records it supersedes. Returns (fresh with links
     set, stored records now superseded, "supersede" and "conflict" audit entries, open-conflict edges).
 
-    With the conflict model (``config.conflict_model``) a new record may retire several records (each
-    current statement of its slot; its ``supersedes`` names the likeliest) and may open conflicts
-    (:mod:`retain.safety.conflicts`). A record that supersedes a hard constraint is itself a hard
-    constraint (the corrected limit), unless its caller gave a type (``typed`` ids): it takes the
-    type and the core tier. An actor outside ``config.trusted_actors`` never supersedes a hard
-    constraint or a pinned record: the proposal is refused, audited as a refused "supersede", and
-    recorded as an open conflict with that actor. Without the model, a record without an explicit
-    correction (:func:`retain.text.cues.explicit_cues`) never supersedes a hard constraint either:
-    :func:`~retain.ingest.detect.find_updates` holds the proposal back and it is audited as a
-    refused "supersede" too (the constraint stays current and mandatory)."""
+    With the conflict model (``config.conflict_model``; by default the shipped one when it fits the records'
+    encoder, else the rules: :meth:`MemoryConfig.resolved_conflict_model`) a new record may retire several
+    records (each current statement of its slot; its ``supersedes`` names the likeliest) and may open conflicts
+    (:mod:`retain.safety.conflicts`). A record that supersedes a hard constraint is itself a hard constraint
+    (the corrected limit), unless its caller gave a type (``typed`` ids): it takes the type and the core tier.
+    An actor outside ``config.trusted_actors`` never supersedes a hard constraint or a pinned record: the
+    proposal is refused, audited as a refused "supersede", and recorded as an open conflict with that actor.
+    Without the model, a record without an explicit correction (:func:`retain.text.cues.explicit_cues`) never
+    supersedes a hard constraint either: :func:`~retain.ingest.detect.find_updates` holds the proposal back and
+    it is audited as a refused "supersede" too (the constraint stays current and mandatory)."""
     from retain.ingest.conflict import Relation
     from retain.ingest.detect import find_updates
 
-    model = config.resolved_conflict_model()
+    model = config.resolved_conflict_model(next((r.encoder for r in fresh if r.embedding is not None), None))
     found = find_updates(
         store, namespace, fresh, policy=config.conflict_policy, judge=config.conflict_judge, model=model
     )
