@@ -77,11 +77,13 @@ def test_pool_rows_rank_each_candidate_against_its_pool() -> None:
     assert gap == pytest.approx([0.7, 0.0, 0.4])
 
 
-def test_the_shipped_model_fits_minilm_only_and_is_the_default() -> None:
+def test_the_shipped_model_fits_minilm_only_and_the_rules_are_the_default() -> None:
     model = default_conflict_model()
-    assert MemoryConfig().conflict_model == "auto"
-    assert MemoryConfig().resolved_conflict_model("all-MiniLM-L6-v2") is model
-    assert MemoryConfig().resolved_conflict_model("hashing-64") is None
+    assert MemoryConfig().conflict_model is None
+    assert MemoryConfig().resolved_conflict_model("all-MiniLM-L6-v2") is None
+    auto = MemoryConfig(conflict_model="auto")
+    assert auto.resolved_conflict_model("all-MiniLM-L6-v2") is model
+    assert auto.resolved_conflict_model("hashing-64") is None
     assert MemoryConfig(conflict_model="shipped").resolved_conflict_model("hashing-64") is model
     assert model.fits("all-MiniLM-L6-v2") and not model.fits("hashing-64") and not model.fits(None)
     assert dataclasses.replace(model, meta={}).fits("hashing-64")
@@ -114,7 +116,7 @@ def minilm():
 
 
 def test_minilm_numbered_notes_never_supersede_numbered_distractors(minilm) -> None:
-    m = Memory(encoder=minilm)
+    m = Memory(encoder=minilm, config=MemoryConfig(conflict_model="auto"))
     rules = [
         m.add(t, namespace=NS, type=MemoryType.HARD_CONSTRAINT)
         for t in ("Budget must stay under 4200 EUR", "Must be home by Aug 18", "No flights before 7am")
@@ -127,7 +129,7 @@ def test_minilm_numbered_notes_never_supersede_numbered_distractors(minilm) -> N
 
 
 def test_minilm_a_user_correction_supersedes_and_a_tool_claim_only_opens_a_conflict(minilm) -> None:
-    m = Memory(encoder=minilm)
+    m = Memory(encoder=minilm, config=MemoryConfig(conflict_model="auto"))
     hotel = m.add("We booked the Harbour Hall for the reception.", namespace=NS)
     rule = m.add("The total budget must stay under 5,000 EUR.", namespace=NS, type=MemoryType.HARD_CONSTRAINT)
     moved = m.add("Change of plan: we move the reception from the Harbour Hall to the Old Mill.", namespace=NS)
