@@ -227,7 +227,7 @@ class SQLiteStore(Store):
                 self._check_external_changes()
                 self._ann_changes = {}
                 if writes:  # the FTS index may change: its term counts are read afresh
-                    self._lexical_memo.clear()
+                    self._forget_reads()
                 results = [self._run(op) for op in ops]
                 epochs = {ns: bump_epoch(self._conn, ns) for ns in self._ann_changes}
                 self._conn.execute("COMMIT")
@@ -240,7 +240,7 @@ class SQLiteStore(Store):
                 for ns, (added, removed) in self._ann_changes.items():
                     self._ann.committed(ns, epochs[ns], added, removed)
             if writes:
-                self._lexical_memo.clear()
+                self._forget_reads()
                 self._data_version = self._read_data_version()
             purged = any(isinstance(op, (store_ops.DeleteRecords, store_ops.DeleteNamespace)) for op in ops)
         if purged and self._path != ":memory:":
@@ -268,7 +268,14 @@ class SQLiteStore(Store):
         self._cache.clear()
         self._records.clear()
         self._large.clear()
+        self._forget_reads()
+
+    def _forget_reads(self) -> None:
+        """Drop what a write may have changed and no cache follows: term counts, rows of the last
+        dense hits."""
         self._lexical_memo.clear()
+        if self._ann is not None:
+            self._ann.rows.clear()
 
     def _changed(self, namespace: str) -> tuple[set[int], set[int]]:
         """The rowids this transaction wrote (added, removed) in ``namespace``, for its HNSW graph."""
@@ -373,6 +380,12 @@ class SQLiteStore(Store):
             self._records.clear()
             cache = self._records.setdefault(namespace, {})
             missing = list(dict.fromkeys(ids))
+        read = self._ann.rows.get(namespace) if self._ann is not None else None
+        if read and missing:  # the dense channel's hits, read in full with their embeddings just before
+            for i in missing:
+                if i in read:
+                    cache[i] = row_to_record(read[i])
+            missing = [i for i in missing if i not in cache]
         for start in range(0, len(missing), _IN_CHUNK):
             chunk = missing[start : start + _IN_CHUNK]
             # `+namespace`: with ten ids or more the planner otherwise prefers (namespace, seq) and scans
