@@ -46,7 +46,7 @@ from retain.store.sqlite_audit import forget_provenance
 from retain.store.sqlite_browse import audit_histogram, namespace_stats, page_ids, query_audit
 from retain.store.sqlite_edges import list_edges, purge_edges, put_edges
 from retain.store.sqlite_index import NamespaceIndex, build_index, nearest
-from retain.store.sqlite_lexical import LexicalMemo, lexical_search
+from retain.store.sqlite_lexical import lexical_search
 from retain.store.sqlite_rows import COLUMNS, ORDERS, filter_sql, record_values, row_to_record, same_content
 from retain.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, check_folder, split_sql
 from retain.text.lexical import index_terms
@@ -133,7 +133,6 @@ class SQLiteStore(Store):
         self._ann = None if ann is None or self._path == ":memory:" else AnnSet(self._path, ann, self._lock)
         self.supports_ann = self._ann is not None
         self._large: dict[str, bool] = {}
-        self._lexical_memo = LexicalMemo()
         self._ann_changes: dict[str, tuple[set[int], set[int]]] = {}
 
     @property
@@ -226,8 +225,8 @@ class SQLiteStore(Store):
                 # so no op of this batch reads a cached record older than the transaction's snapshot.
                 self._check_external_changes()
                 self._ann_changes = {}
-                if writes:  # the FTS index may change: its term counts are read afresh
-                    self._forget_reads()
+                if writes and self._ann is not None:  # term counts, hits' rows: read afresh (or at this state)
+                    self._ann.forget_reads()
                 results = [self._run(op) for op in ops]
                 epochs = {ns: bump_epoch(self._conn, ns) for ns in self._ann_changes}
                 self._conn.execute("COMMIT")
@@ -240,7 +239,6 @@ class SQLiteStore(Store):
                 for ns, (added, removed) in self._ann_changes.items():
                     self._ann.committed(ns, epochs[ns], added, removed)
             if writes:
-                self._forget_reads()
                 self._data_version = self._read_data_version()
             purged = any(isinstance(op, (store_ops.DeleteRecords, store_ops.DeleteNamespace)) for op in ops)
         if purged and self._path != ":memory:":
@@ -268,14 +266,8 @@ class SQLiteStore(Store):
         self._cache.clear()
         self._records.clear()
         self._large.clear()
-        self._forget_reads()
-
-    def _forget_reads(self) -> None:
-        """Drop what a write may have changed and no cache follows: term counts, rows of the last
-        dense hits."""
-        self._lexical_memo.clear()
         if self._ann is not None:
-            self._ann.rows.clear()
+            self._ann.forget_reads()
 
     def _changed(self, namespace: str) -> tuple[set[int], set[int]]:
         """The rowids this transaction wrote (added, removed) in ``namespace``, for its HNSW graph."""
@@ -380,12 +372,7 @@ class SQLiteStore(Store):
             self._records.clear()
             cache = self._records.setdefault(namespace, {})
             missing = list(dict.fromkeys(ids))
-        read = self._ann.rows.get(namespace) if self._ann is not None else None
-        if read and missing:  # the dense channel's hits, read in full with their embeddings just before
-            for i in missing:
-                if i in read:
-                    cache[i] = row_to_record(read[i])
-            missing = [i for i in missing if i not in cache]
+        missing = missing if self._ann is None else self._ann.take(namespace, missing, cache)  # hits just read
         for start in range(0, len(missing), _IN_CHUNK):
             chunk = missing[start : start + _IN_CHUNK]
             # `+namespace`: with ten ids or more the planner otherwise prefers (namespace, seq) and scans
@@ -470,7 +457,8 @@ class SQLiteStore(Store):
 
     def _lexical(self, op: store_ops.LexicalSearch) -> list[store_ops.ScoredId]:
         large = self._is_large(op.namespace)
-        return lexical_search(self._conn, op, self._live(op.namespace, op.filter), large, self._lexical_memo)
+        memo = self._ann.lexical if self._ann is not None else None
+        return lexical_search(self._conn, op, self._live(op.namespace, op.filter), large, memo)
 
     def _vector(self, op: store_ops.VectorSearch) -> list[store_ops.ScoredId]:
         query = np.asarray(op.vector, dtype=np.float32).reshape(1, -1)

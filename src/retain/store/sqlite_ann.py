@@ -36,9 +36,11 @@ import numpy.typing as npt
 from usearch.index import Index
 
 from retain.errors import InvalidInput
+from retain.record import MemoryRecord
 from retain.store.filters import RecordFilter
 from retain.store.ops import ScoredId
-from retain.store.sqlite_rows import COLUMNS, filter_sql
+from retain.store.sqlite_lexical import LexicalMemo
+from retain.store.sqlite_rows import COLUMNS, filter_sql, row_to_record
 
 __all__ = ["AnnConfig", "AnnSet", "bump_epoch", "exact_filtered", "read_epoch"]
 
@@ -136,6 +138,8 @@ class AnnSet:
         :meth:`answer` returned, by id: the store decodes a hit's record from them instead of reading it
         again (a search reads its dense hits next). The store empties it on every write and on another
         connection's commit, as it does its decoded-record cache."""
+        self.lexical = LexicalMemo()
+        """The large-namespace lexical plan's term stems and counts (:mod:`~retain.store.sqlite_lexical`)."""
 
     # --- files ----------------------------------------------------------------------------
 
@@ -280,6 +284,21 @@ class AnnSet:
             hits = self.search(conn, graph, namespace, unit, flt, limit) if norm > 0 else None
             out.append(exact_filtered(conn, namespace, unit, flt, limit) if hits is None else hits)
         return out
+
+    def take(self, namespace: str, ids: list[str], cache: dict[str, MemoryRecord]) -> list[str]:
+        """Decode those of ``ids`` among the last answer's hits (:attr:`rows`) into ``cache``; returns
+        the others."""
+        read = self.rows.get(namespace)
+        if not read:
+            return ids
+        cache.update((i, row_to_record(read[i])) for i in ids if i in read)
+        return [i for i in ids if i not in read]
+
+    def forget_reads(self) -> None:
+        """Drop what a write may change and no cache follows (:attr:`rows`, :attr:`lexical`'s counts);
+        the store calls it before every write and on another connection's commit."""
+        self.rows.clear()
+        self.lexical.clear()
 
     # --- maintenance ----------------------------------------------------------------------
 
