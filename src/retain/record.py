@@ -16,6 +16,7 @@ import time
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from dataclasses import fields as fields_of
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -338,6 +339,10 @@ def validate_actor(actor: object) -> str:
     return normalise_identifier(actor, "actor")
 
 
+_SLOT_SETTERS: dict[type, dict[str, Any]] = {}
+"""Per record class, each field's slot setter (:meth:`MemoryRecord.trusted`)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryRecord:
     """One memory.
@@ -433,8 +438,11 @@ class MemoryRecord:
         For backends only: every field must be given, with the right types.
         """
         record = object.__new__(cls)
+        setters = _SLOT_SETTERS.get(cls)
+        if setters is None:  # each field's slot descriptor: setting through it skips the frozen check
+            setters = _SLOT_SETTERS[cls] = {f.name: getattr(cls, f.name).__set__ for f in fields_of(cls)}
         for name, value in fields.items():
-            object.__setattr__(record, name, value)
+            setters[name](record, value)
         return record
 
     @property

@@ -200,6 +200,43 @@ def test_the_large_namespace_lexical_plan_ranks_rare_terms_and_keeps_to_its_name
     store.close()
 
 
+def test_the_lexical_plan_reads_term_counts_afresh_after_a_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("retain.store.sqlite_lexical.COMMON_FLOOR", 0)
+    store = _open(tmp_path / "m.db")
+    recs = _records(CONFIG.min_records + 50, "big", 5)
+    recs = [replace(r, content=f"common words {'zebra' if i % 100 == 0 else 'plain'}") for i, r in enumerate(recs)]
+    store.put(recs)
+    assert len(store.search_lexical("big", ["common", "zebra"], limit=1000)) == 4  # zebra is rare: it decides
+    more = [replace(r, id=new_id(), content="zebra stripes") for r in _records(300, "big", 6)]
+    store.put(more)  # zebra is now in half the records: neither term is rarer, both rank
+    assert len(store.search_lexical("big", ["common", "zebra"], limit=1000)) == len(recs) + len(more)
+    other = SQLiteStore(tmp_path / "m.db", ann=CONFIG)
+    other.setup()
+    other.delete("big", [r.id for r in more])  # another connection's commit: counts read afresh too
+    other.close()
+    assert len(store.search_lexical("big", ["common", "zebra"], limit=1000)) == 4
+    store.close()
+
+
+def test_dense_hits_read_in_full_are_never_handed_out_stale(built: Built, tmp_path: Path) -> None:
+    store, recs = built
+    by_id = {r.id: r for r in recs}
+    hits = store.search_vector("big", _query(3), limit=5)
+    got = store.get("big", [h.id for h in hits])  # decoded from the rows the search read
+    assert [g.id for g in got] == [h.id for h in hits]
+    assert all(g.content == by_id[g.id].content and np.array_equal(g.embedding, by_id[g.id].embedding) for g in got)
+    store.put([replace(got[0], content="changed here")])  # a local write
+    assert store.get("big", [got[0].id])[0].content == "changed here"
+    hits = store.search_vector("big", _query(3), limit=5)
+    other = SQLiteStore(tmp_path / "m.db", ann=CONFIG)
+    other.setup()
+    other.put([replace(other.get("big", [hits[1].id])[0], content="changed there")])  # another connection
+    other.close()
+    assert store.get("big", [hits[1].id])[0].content == "changed there"
+
+
 def test_newest_first_listings_walk_the_namespace_to_their_limit(tmp_path: Path) -> None:
     """A listing with a limit in write order is planned on the namespace index in rowid order (it stops
     at the limit), not on the tier index (which would sort every hot record of the namespace)."""

@@ -225,6 +225,8 @@ class SQLiteStore(Store):
                 # so no op of this batch reads a cached record older than the transaction's snapshot.
                 self._check_external_changes()
                 self._ann_changes = {}
+                if writes and self._ann is not None:  # term counts, hits' rows: read afresh (or at this state)
+                    self._ann.forget_reads()
                 results = [self._run(op) for op in ops]
                 epochs = {ns: bump_epoch(self._conn, ns) for ns in self._ann_changes}
                 self._conn.execute("COMMIT")
@@ -264,6 +266,8 @@ class SQLiteStore(Store):
         self._cache.clear()
         self._records.clear()
         self._large.clear()
+        if self._ann is not None:
+            self._ann.forget_reads()
 
     def _changed(self, namespace: str) -> tuple[set[int], set[int]]:
         """The rowids this transaction wrote (added, removed) in ``namespace``, for its HNSW graph."""
@@ -368,6 +372,7 @@ class SQLiteStore(Store):
             self._records.clear()
             cache = self._records.setdefault(namespace, {})
             missing = list(dict.fromkeys(ids))
+        missing = missing if self._ann is None else self._ann.take(namespace, missing, cache)  # hits just read
         for start in range(0, len(missing), _IN_CHUNK):
             chunk = missing[start : start + _IN_CHUNK]
             # `+namespace`: with ten ids or more the planner otherwise prefers (namespace, seq) and scans
@@ -452,7 +457,8 @@ class SQLiteStore(Store):
 
     def _lexical(self, op: store_ops.LexicalSearch) -> list[store_ops.ScoredId]:
         large = self._is_large(op.namespace)
-        return lexical_search(self._conn, op, self._live(op.namespace, op.filter), large)
+        memo = self._ann.lexical if self._ann is not None else None
+        return lexical_search(self._conn, op, self._live(op.namespace, op.filter), large, memo)
 
     def _vector(self, op: store_ops.VectorSearch) -> list[store_ops.ScoredId]:
         query = np.asarray(op.vector, dtype=np.float32).reshape(1, -1)

@@ -29,20 +29,25 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 from usearch.index import Index
 
 from retain.errors import InvalidInput
+from retain.record import MemoryRecord
 from retain.store.filters import RecordFilter
 from retain.store.ops import ScoredId
-from retain.store.sqlite_rows import filter_sql
+from retain.store.sqlite_lexical import LexicalMemo
+from retain.store.sqlite_rows import COLUMNS, filter_sql, row_to_record
 
 __all__ = ["AnnConfig", "AnnSet", "bump_epoch", "exact_filtered", "read_epoch"]
 
 _EPOCH_KEY = "ann_epoch/"
 _READ_CHUNK = 20_000
+_R_COLUMNS = ", ".join("r." + c.strip() for c in COLUMNS.split(","))
+_EMBEDDING = [c.strip() for c in COLUMNS.split(",")].index("embedding")
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,13 @@ class AnnSet:
         self._failed: set[str] = set()
         self.rebuilds = 0
         """Builds started (a test and the benchmark read it)."""
+        self.rows: dict[str, dict[str, tuple[Any, ...]]] = {}
+        """Per namespace, the full rows (:data:`~retain.store.sqlite_rows.COLUMNS`) of the hits the last
+        :meth:`answer` returned, by id: the store decodes a hit's record from them instead of reading it
+        again (a search reads its dense hits next). The store empties it on every write and on another
+        connection's commit, as it does its decoded-record cache."""
+        self.lexical = LexicalMemo()
+        """The large-namespace lexical plan's term stems and counts (:mod:`~retain.store.sqlite_lexical`)."""
 
     # --- files ----------------------------------------------------------------------------
 
@@ -245,9 +257,11 @@ class AnnSet:
         while True:
             # all of a graph no larger than the candidates wanted: its exact scan (HNSW may miss a node)
             keys = np.asarray(graph.index.search(query, want, exact=want >= size).keys, dtype=np.int64)
-            found = _rescore(conn, namespace, keys, query, flt)
+            found, rows = _rescore(conn, namespace, keys, query, flt)
             if len(found) >= limit or want >= size:
                 found.sort(key=lambda h: -h.score)  # stable: ties stay in write order
+                kept = self.rows.setdefault(namespace, {})
+                kept.update((h.id, rows[h.id]) for h in found[:limit])
                 return found[:limit]
             if want >= 16 * max(self.config.candidates, 2 * limit):
                 return None  # a selective filter: the exact scan of the rows it keeps answers
@@ -262,6 +276,7 @@ class AnnSet:
         graph = self.graph(conn, namespace, lambda: True)
         if graph is None:
             return None
+        self.rows.pop(namespace, None)
         out = []
         for query in queries:
             norm = float(np.linalg.norm(query))
@@ -269,6 +284,21 @@ class AnnSet:
             hits = self.search(conn, graph, namespace, unit, flt, limit) if norm > 0 else None
             out.append(exact_filtered(conn, namespace, unit, flt, limit) if hits is None else hits)
         return out
+
+    def take(self, namespace: str, ids: list[str], cache: dict[str, MemoryRecord]) -> list[str]:
+        """Decode those of ``ids`` among the last answer's hits (:attr:`rows`) into ``cache``; returns
+        the others."""
+        read = self.rows.get(namespace)
+        if not read:
+            return ids
+        cache.update((i, row_to_record(read[i])) for i in ids if i in read)
+        return [i for i in ids if i not in read]
+
+    def forget_reads(self) -> None:
+        """Drop what a write may change and no cache follows (:attr:`rows`, :attr:`lexical`'s counts);
+        the store calls it before every write and on another connection's commit."""
+        self.rows.clear()
+        self.lexical.clear()
 
     # --- maintenance ----------------------------------------------------------------------
 
@@ -433,24 +463,26 @@ def _rescore(
     keys: npt.NDArray[np.int64],
     query: npt.NDArray[np.float32],
     flt: RecordFilter,
-) -> list[ScoredId]:
+) -> tuple[list[ScoredId], dict[str, tuple[Any, ...]]]:
     """The candidates ``keys`` (rowids) the filter keeps in ``namespace``, scored by exact cosine, in
-    write (rowid) order: a stable sort by score then breaks ties as the exact scan does."""
+    write (rowid) order (a stable sort by score then breaks ties as the exact scan does), and their
+    full rows by id (:data:`~retain.store.sqlite_rows.COLUMNS`; read with the embedding at little
+    extra cost, so that the hits need not be read again)."""
     if keys.size == 0:
-        return []
+        return [], {}
     where, params = filter_sql(namespace, flt, alias="r.")
     rows = conn.execute(
-        "SELECT r.id, r.embedding FROM json_each(?) AS k CROSS JOIN records AS r ON r.rowid = k.value "
+        f"SELECT {_R_COLUMNS} FROM json_each(?) AS k CROSS JOIN records AS r ON r.rowid = k.value "
         f"WHERE r.embedding IS NOT NULL AND {where} ORDER BY r.rowid",
         (json.dumps(keys.tolist()), *params),
     ).fetchall()
     if not rows:
-        return []
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+        return [], {}
+    matrix = np.frombuffer(b"".join(r[_EMBEDDING] for r in rows), dtype="<f4").reshape(len(rows), -1)
     if matrix.shape[1] != query.shape[0]:
-        return []
+        return [], {}
     scores = matrix @ query
-    return [ScoredId(r[0], float(s)) for r, s in zip(rows, scores, strict=True)]
+    return [ScoredId(r[0], float(s)) for r, s in zip(rows, scores, strict=True)], {r[0]: r for r in rows}
 
 
 def exact_filtered(

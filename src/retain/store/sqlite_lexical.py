@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import dataclass, field
 
 from retain.store.filters import RecordFilter
 from retain.store.ops import LexicalSearch, ScoredId
 from retain.store.sqlite_rows import filter_sql
 
-__all__ = ["lexical_search"]
+__all__ = ["LexicalMemo", "lexical_search"]
 
 _FIRST_DEPTH = 200
 _MAX_DEPTH = 200_000
@@ -32,24 +33,68 @@ COMMON_FLOOR = 1_000
 """Records a term must be in, at least, to be left out (ranking fewer costs little)."""
 
 
-def _selective(conn: sqlite3.Connection, terms: list[str]) -> list[str]:
+@dataclass
+class LexicalMemo:
+    """What the large-namespace plan looks up per query term, kept between searches of one connection.
+
+    ``stems``: each query term's FTS5 stems (the tokenizer is fixed, so they never go stale; at most
+    :data:`_MEMO_LIMIT` terms, then emptied). ``df``: each stem's document count in ``records_fts`` and
+    ``total`` the records' largest rowid; both are read afresh after any write or another connection's
+    commit (the store calls :meth:`clear`), so a search decides on the same counts as an uncached one.
+    Reading a stem's count walks its whole posting list (``fts5vocab``): for a term in a fifth of the
+    records that was the one per-query cost growing with the index's size."""
+
+    stems: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    df: dict[str, int] = field(default_factory=dict)
+    total: int | None = None
+
+    def clear(self) -> None:
+        """Forget the counts (the index changed); the stems stay."""
+        self.df.clear()
+        self.total = None
+
+
+_MEMO_LIMIT = 50_000
+
+
+def _stems(conn: sqlite3.Connection, terms: list[str], memo: LexicalMemo) -> list[tuple[str, ...]]:
+    """Each of ``terms`` stemmed by FTS5's own tokenizer (a scratch table in the connection's temp
+    schema), those not in ``memo`` in one pass."""
+    todo = [t for t in dict.fromkeys(terms) if t not in memo.stems]
+    if todo:
+        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5 (lex, tokenize = {_TOKENIZER})")
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems USING fts5vocab(temp, query_tokens, 'instance')"
+        )
+        conn.execute("DELETE FROM temp.query_tokens")
+        conn.executemany("INSERT INTO temp.query_tokens (rowid, lex) VALUES (?, ?)", list(enumerate(todo)))
+        found: dict[int, list[str]] = {}
+        for term, doc in conn.execute("SELECT term, doc FROM temp.query_stems"):
+            found.setdefault(int(doc), []).append(str(term))
+        if len(memo.stems) + len(todo) > _MEMO_LIMIT:
+            memo.stems.clear()
+        memo.stems.update((t, tuple(found.get(i, ()))) for i, t in enumerate(todo))
+    return [memo.stems[t] for t in terms]
+
+
+def _selective(conn: sqlite3.Connection, terms: list[str], memo: LexicalMemo | None = None) -> list[str]:
     """``terms`` without those in more than :data:`COMMON_SHARE` of the indexed records (all of them
-    when none is rarer). Each term is stemmed by FTS5's own tokenizer (a scratch table in the
-    connection's temp schema) and looked up in the index's vocabulary (``fts5vocab``)."""
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5 (lex, tokenize = {_TOKENIZER})")
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems USING fts5vocab(temp, query_tokens, 'instance')")
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.records_fts_vocab USING fts5vocab(main, records_fts, 'row')")
-    conn.execute("DELETE FROM temp.query_tokens")
-    conn.executemany("INSERT INTO temp.query_tokens (rowid, lex) VALUES (?, ?)", list(enumerate(terms)))
-    stems: dict[int, list[str]] = {}
-    for term, doc in conn.execute("SELECT term, doc FROM temp.query_stems"):
-        stems.setdefault(int(doc), []).append(str(term))
-    wanted = sorted({s for group in stems.values() for s in group})
-    marks = ",".join("?" * len(wanted))
-    counts = dict(conn.execute(f"SELECT term, doc FROM temp.records_fts_vocab WHERE term IN ({marks})", wanted))
-    total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0])
-    cap = max(COMMON_SHARE * total, COMMON_FLOOR)
-    df = [max((counts.get(s, 0) for s in stems.get(i, [])), default=0) for i in range(len(terms))]
+    when none is rarer). Each term's stems (:func:`_stems`) are looked up in the index's vocabulary
+    (``fts5vocab``); ``memo`` keeps stems and counts between calls (:class:`LexicalMemo`)."""
+    memo = LexicalMemo() if memo is None else memo
+    stems = _stems(conn, terms, memo)
+    wanted = sorted({s for group in stems for s in group} - memo.df.keys())
+    if wanted:
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.records_fts_vocab USING fts5vocab(main, records_fts, 'row')"
+        )
+        marks = ",".join("?" * len(wanted))
+        counts = dict(conn.execute(f"SELECT term, doc FROM temp.records_fts_vocab WHERE term IN ({marks})", wanted))
+        memo.df.update((s, int(counts.get(s, 0))) for s in wanted)
+    if memo.total is None:
+        memo.total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0])
+    cap = max(COMMON_SHARE * memo.total, COMMON_FLOOR)
+    df = [max((memo.df[s] for s in group), default=0) for group in stems]
     if not any(0 < d <= cap for d in df):  # no rarer term that matches anything: rank with them all
         return terms
     return [t for t, d in zip(terms, df, strict=True) if d <= cap]
@@ -60,10 +105,13 @@ def match_expression(terms: list[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def lexical_search(conn: sqlite3.Connection, op: LexicalSearch, flt: RecordFilter, large: bool) -> list[ScoredId]:
+def lexical_search(
+    conn: sqlite3.Connection, op: LexicalSearch, flt: RecordFilter, large: bool, memo: LexicalMemo | None = None
+) -> list[ScoredId]:
     """BM25 top ``op.limit`` of ``op.terms`` among the records of ``op.namespace`` that ``flt`` keeps,
     best first; ``large`` picks the FTS-first plan (see the module docstring). When the rarer terms
-    match nothing the filter keeps (they may be another namespace's), every term is ranked."""
+    match nothing the filter keeps (they may be another namespace's), every term is ranked. ``memo``: the
+    connection's :class:`LexicalMemo` (None: look every term up afresh)."""
     terms = [t for t in op.terms if t]
     if not terms:
         return []
@@ -71,7 +119,7 @@ def lexical_search(conn: sqlite3.Connection, op: LexicalSearch, flt: RecordFilte
     where, params = filter_sql(op.namespace, flt, alias="r.")
     limit = int(op.limit)
     if large:
-        selective = match_expression(_selective(conn, terms))
+        selective = match_expression(_selective(conn, terms, memo))
         found = _fts_first(conn, selective, where, params, limit)
         if found is not None and (found or selective == match):
             return found

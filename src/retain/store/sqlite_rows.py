@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from retain.record import MemoryRecord, MemoryType, Tier, read_only_json, utcnow
+from retain.record import MemoryRecord, MemoryType, ReadOnlyDict, Tier, read_only_json, utcnow
 from retain.store.filters import RecordFilter
 from retain.store.ops import FindByHash
 from retain.store.where import EXPIRES_AT_KEY, MetadataCondition, expiry_text
@@ -82,6 +82,10 @@ def record_values(rec: MemoryRecord) -> tuple[Any, ...]:
     )
 
 
+_TYPES = {t.value: t for t in MemoryType}
+_TIERS = {t.value: t for t in Tier}
+
+
 def row_to_record(row: Sequence[Any]) -> MemoryRecord:
     """Rebuild a record from a row. Rows were validated when written, so validation is skipped."""
     blob = row[20]
@@ -92,7 +96,7 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
         id=row[0],
         namespace=row[1],
         content=row[2],
-        type=MemoryType(row[3]),
+        type=_TYPES.get(row[3]) or MemoryType(row[3]),
         role=row[4],
         source=row[5],
         event_time=None if row[6] is None else from_us(row[6]),
@@ -103,7 +107,7 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
         importance=row[11],
         access_count=row[12],
         last_accessed=None if row[13] is None else from_us(row[13]),
-        tier=Tier(row[14]),
+        tier=_TIERS.get(row[14]) or Tier(row[14]),
         pinned=bool(row[15]),
         confidence=row[16],
         supersedes=row[17],
@@ -111,7 +115,7 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
         token_count=row[19],
         embedding=embedding,
         encoder=row[21],
-        metadata=read_only_json(json.loads(row[22])),  # shared via the record cache
+        metadata=ReadOnlyDict() if row[22] == "{}" else read_only_json(json.loads(row[22])),  # shared via the cache
         content_hash=row[23],
     )
 
