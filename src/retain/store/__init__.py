@@ -59,6 +59,7 @@ from retain.store.ops import (
     check_page,
     check_unchanged,
     check_unique,
+    count_sql,
     retry_on_conflict,
 )
 from retain.store.sqlite import SQLiteStore
@@ -120,5 +121,6 @@ __all__ = [
     "check_page",
     "check_unchanged",
     "check_unique",
+    "count_sql",
     "retry_on_conflict",
 ]

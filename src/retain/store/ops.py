@@ -426,16 +426,23 @@ def check_page(op: PageIds) -> None:
     Raises:
         InvalidInput: naming the field.
     """
-    for name, value in (("limit", op.limit), ("count_limit", op.count_limit)):
-        if value is None and name == "count_limit":
-            continue
+    checked = {"limit": op.limit} if op.count_limit is None else {"limit": op.limit, "count_limit": op.count_limit}
+    for name, value in checked.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidInput(f"{name}: must be an int >= 1, got {value!r}")
 
 
+def count_sql(source: str, where: str, op: PageIds) -> str:
+    """The SQL (SQLite and Postgres alike) counting the rows of ``source`` that match ``where``: every
+    one, or with ``op.count_limit`` at most ``count_limit + 1`` of them (read :func:`capped_total`)."""
+    if op.count_limit is None:
+        return f"SELECT COUNT(*) FROM {source} WHERE {where}"
+    return f"SELECT COUNT(*) FROM (SELECT 1 FROM {source} WHERE {where} LIMIT {int(op.count_limit) + 1}) AS capped"
+
+
 def capped_total(count: int, op: PageIds) -> tuple[int, bool]:
-    """``(total, exact)`` of a count read with ``LIMIT count_limit + 1``: past the limit, the limit
-    and False."""
+    """``(total, exact)`` of a count read by :func:`count_sql`: past ``count_limit``, the limit and
+    False."""
     if op.count_limit is not None and count > op.count_limit:
         return op.count_limit, False
     return count, True

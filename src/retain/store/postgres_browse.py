@@ -19,6 +19,7 @@ from retain.store.ops import (
     RecordStats,
     capped_total,
     check_page,
+    count_sql,
 )
 from retain.store.postgres_sql import filter_sql, lex_terms
 from retain.store.sqlite_audit import AUDIT_KEYS
@@ -42,11 +43,7 @@ def page_ids(cur: Any, op: PageIds) -> IdPage:
     elif op.terms:
         return IdPage([], 0)
     where_all = " AND ".join(clauses)
-    if op.count_limit is None:
-        total, exact = int(cur.execute(f"SELECT COUNT(*) FROM records WHERE {where_all}", values).fetchone()[0]), True
-    else:
-        capped = f"SELECT COUNT(*) FROM (SELECT 1 FROM records WHERE {where_all} LIMIT {int(op.count_limit) + 1}) c"
-        total, exact = capped_total(int(cur.execute(capped, values).fetchone()[0]), op)
+    total, exact = capped_total(int(cur.execute(count_sql("records", where_all, op), values).fetchone()[0]), op)
     if op.after is not None:
         row = cur.execute(
             "SELECT rowid FROM records WHERE namespace = %s AND id = %s", (op.namespace, op.after)

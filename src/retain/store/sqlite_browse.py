@@ -24,6 +24,7 @@ from retain.store.ops import (
     RecordStats,
     capped_total,
     check_page,
+    count_sql,
 )
 from retain.store.sqlite_audit import AUDIT_KEYS
 from retain.store.sqlite_rows import filter_sql, from_us, to_us
@@ -67,12 +68,8 @@ def page_ids(conn: sqlite3.Connection, op: PageIds) -> IdPage:
 
 
 def _count(conn: sqlite3.Connection, source: str, where: str, values: list[Any], op: PageIds) -> tuple[int, bool]:
-    """The number of rows of ``source`` matching ``where``, read up to ``op.count_limit + 1`` rows
-    when a limit is set; ``(total, exact)`` as :func:`~retain.store.ops.capped_total` gives it."""
-    if op.count_limit is None:
-        return int(conn.execute(f"SELECT COUNT(*) FROM {source} WHERE {where}", values).fetchone()[0]), True
-    sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM {source} WHERE {where} LIMIT {int(op.count_limit) + 1})"
-    return capped_total(int(conn.execute(sql, values).fetchone()[0]), op)
+    """``(total, exact)`` of the rows of ``source`` matching ``where`` (:func:`~retain.store.ops.count_sql`)."""
+    return capped_total(int(conn.execute(count_sql(source, where, op), values).fetchone()[0]), op)
 
 
 def _after_rowid(conn: sqlite3.Connection, op: PageIds) -> int:
