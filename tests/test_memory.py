@@ -278,6 +278,15 @@ def test_namespaces_are_isolated_in_every_channel(memory: Memory) -> None:
     assert "sailing" not in exported
 
 
+def test_namespaces_lists_those_holding_records_sorted(memory: Memory) -> None:
+    assert memory.namespaces() == []
+    memory.add("Friend Robin likes sailing", namespace="B")
+    memory.add("Friend Robin likes chess", namespace="A")
+    assert memory.namespaces() == ["A", "B"]
+    memory.delete_all(namespace="B")
+    assert memory.namespaces() == ["A"]
+
+
 # --- two processes ---------------------------------------------------------------------------
 
 

@@ -16,7 +16,8 @@
    current candidates) best first, the long-term tier;
 4. with ``archive`` on (the default, :data:`ARCHIVE_DEFAULT`), when the hot tier left part of the
    budget unused and the namespace has archived (evicted) records, search hits of the archive tier
-   best first in what is left (``why="archive"``): the archive answers what the hot tier could not.
+   (preset :data:`ARCHIVE_PRESET`, with the state) best first in what is left (``why="archive"``):
+   the archive answers what the hot tier could not.
 
 Steps 2 to 4 are greedy: an item that does not fit in what is left is skipped (``budget``) and the
 next one is tried. :class:`~retain.errors.BudgetInfeasible` is raised only when candidates exist and
@@ -191,6 +192,13 @@ ARCHIVE_DEFAULT = True
 """Whether ``context`` searches the archive tier when ``archive`` is None (docs/benchmarks.md,
 "Agent loop", gives the figures behind this default)."""
 
+ARCHIVE_PRESET = "dense"
+"""The search preset of the archive look-up (step 4). The hot tier's search already ran the full
+hybrid pipeline with the state; the archive look-up only fills the room it left, and its BM25 pass
+over the (usually much larger) archive cost as much as the whole hot search. The dense channel with
+the state scorer keeps the archive's answers (docs/benchmarks.md, "Agent loop": needed recall in
+context on dev at capacity 20) at half the cost."""
+
 
 @observed("context", args=("namespace", "k", "budget_tokens"), result=_packed)
 def pack(
@@ -253,7 +261,7 @@ def pack(
     filled.add_hits(candidates)
     look = ARCHIVE_DEFAULT if archive is None else archive
     if look and filled.used < budget_tokens and core.store.count(namespace, RecordFilter(tiers=(Tier.ARCHIVE,))):
-        archived = _candidates(core, query, namespace, state_doc, k, (Tier.ARCHIVE,))  # the hot tier left room
+        archived = _candidates(core, query, namespace, state_doc, k, (Tier.ARCHIVE,), ARCHIVE_PRESET)
         tokens.update(_token_counts(core, [h.record for h in archived if h.record.id not in tokens]))
         filled.add_hits(archived, frozenset(h.record.id for h in archived))
     if not filled.items and any(x.reason in ("budget", "compressed") for x in filled.left):
@@ -354,15 +362,22 @@ def _to_confirm(core: Core, namespace: str, filled: Filling) -> None:
 
 
 def _candidates(
-    core: Core, query: str, namespace: str, state: Mapping[str, Any] | None, k: int, tiers: tuple[Tier, ...]
+    core: Core,
+    query: str,
+    namespace: str,
+    state: Mapping[str, Any] | None,
+    k: int,
+    tiers: tuple[Tier, ...],
+    preset: str = "default",
 ) -> list[Hit]:
-    """The search hits of ``tiers`` best first, history included, until ``k`` current ones."""
+    """The search hits of ``tiers`` (search preset ``preset``) best first, history included, until
+    ``k`` current ones."""
     hits = (
         search(
             core,
             query,
             namespace=namespace,
-            request=SearchRequest(k=2 * k, include_superseded=True, state=state or None, tiers=tiers),
+            request=SearchRequest(k=2 * k, config=preset, include_superseded=True, state=state or None, tiers=tiers),
         )
         if query.strip()
         else []
