@@ -188,7 +188,6 @@ class PostgresStore(Store):
                     for version in range(current, SCHEMA_VERSION):
                         self._conn.execute(MIGRATIONS[version])
                     if 0 < current < _RELEX_VERSION:
-                        self._register(self._conn)  # relex decodes rows, embeddings included
                         with self._conn.cursor() as cur:
                             relex(cur)
                     self._conn.execute("DELETE FROM schema_version")
@@ -340,15 +339,18 @@ class PostgresStore(Store):
     def _fetch(self, cur: Any, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
         if not ids:
             return []
-        rows = cur.execute(
-            f"SELECT {COLUMNS} FROM records WHERE namespace = %s AND id = ANY(%s)", (namespace, list(set(ids)))
+        rows = cur.execute(  # binary: an embedding read as text costs ~1 ms to parse, as bytes ~10 us
+            f"SELECT {COLUMNS} FROM records WHERE namespace = %s AND id = ANY(%s)",
+            (namespace, list(set(ids))),
+            binary=True,
         ).fetchall()
         found = {row[0]: pg_row_to_record(row) for row in rows}
         return [found[i] for i in ids if i in found]
 
     def _find_by_hash(self, cur: Any, op: store_ops.FindByHash) -> MemoryRecord | None:
         where, params = same_content(op)
-        row = cur.execute(f"SELECT {COLUMNS} FROM records WHERE {where} ORDER BY rowid LIMIT 1", params).fetchone()
+        sql = f"SELECT {COLUMNS} FROM records WHERE {where} ORDER BY rowid LIMIT 1"
+        row = cur.execute(sql, params, binary=True).fetchone()
         return None if row is None else pg_row_to_record(row)
 
     def _require_current(self, cur: Any, op: store_ops.RequireCurrent) -> None:

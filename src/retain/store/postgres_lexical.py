@@ -37,6 +37,8 @@ from retain.text.lexical import index_terms
 __all__ = ["lexical_search", "relex"]
 
 _RELEX_BATCH = 2_000
+_NO_EMBEDDING = COLUMNS.replace("embedding", "NULL::vector")
+"""The record columns without the embedding (the search text does not need it; decoding it is slow)."""
 
 _K1, _B = 1.2, 0.75
 
@@ -103,21 +105,26 @@ def relex(cur: Any) -> int:
     BM25 statistics (``lex_df``, ``lex_stats``) again from the rows: migration 3, for stores written
     while terms were stemmed by snowball's Porter stemmer (a few words, "psychology", "trekked", were
     indexed under other stems than FTS5 gives, so a query stemmed now would miss them). Reads the
-    table in rowid order, :data:`_RELEX_BATCH` rows at a time, in the caller's transaction. Returns the
-    number of records re-indexed."""
+    table in rowid order, :data:`_RELEX_BATCH` rows at a time, in the caller's transaction, and rewrites
+    only the rows whose terms changed. Returns their number."""
     last, done = 0, 0
     while True:
         rows = cur.execute(
-            f"SELECT rowid, {COLUMNS} FROM records WHERE rowid > %s ORDER BY rowid LIMIT {_RELEX_BATCH}", (last,)
+            f"SELECT rowid, tsvector_to_array(lex), lex_len, {_NO_EMBEDDING} FROM records WHERE rowid > %s "
+            f"ORDER BY rowid LIMIT {_RELEX_BATCH}",
+            (last,),
         ).fetchall()
         if not rows:
             break
-        lexes = lex_terms_many([index_terms(search_text(pg_row_to_record(row[1:]))) for row in rows])
-        cur.executemany(
-            "UPDATE records SET lex = %s::tsvector, lex_len = %s WHERE rowid = %s",
-            [(tsvector_literal(terms), len(terms), row[0]) for row, terms in zip(rows, lexes, strict=True)],
-        )
-        last, done = int(rows[-1][0]), done + len(rows)
+        lexes = lex_terms_many([index_terms(search_text(pg_row_to_record(row[3:]))) for row in rows])
+        changed = [  # an update rewrites the row in every index (HNSW too): only rows whose terms differ
+            (tsvector_literal(terms), len(terms), row[0])
+            for row, terms in zip(rows, lexes, strict=True)
+            if sorted(set(terms)) != sorted(row[1]) or len(terms) != int(row[2])
+        ]
+        if changed:
+            cur.executemany("UPDATE records SET lex = %s::tsvector, lex_len = %s WHERE rowid = %s", changed)
+        last, done = int(rows[-1][0]), done + len(changed)
     cur.execute("DELETE FROM lex_df")
     cur.execute("INSERT INTO lex_df (term, df) SELECT word, ndoc FROM ts_stat('SELECT lex FROM records')")
     cur.execute(
