@@ -325,15 +325,27 @@ class _Fts5Tokens:
         return out
 
     def _tokenize(self, words: list[str]) -> None:
-        conn = self._conn
+        """Tokenize ``words`` into the memo. ASCII letters and digits are token characters to every
+        ``unicode61``, so an ASCII alphanumeric word is exactly one token: those go in as one document
+        (token i is word i; one FTS5 row instead of one per word); any other word is a document of its
+        own (it may give no token or several)."""
+        plain = [w for w in words if w.isascii() and w.isalnum()]
+        other = [w for w in words if not (w.isascii() and w.isalnum())]
+        conn, found = self._conn, dict[str, tuple[str, ...]]()
         with conn:
             conn.execute("INSERT INTO words (words) VALUES ('delete-all')")
-            conn.executemany("INSERT INTO words (rowid, w) VALUES (?, ?)", enumerate(words))
-            found: dict[int, list[tuple[int, str]]] = {}
+            rows = [(0, " ".join(plain))] if plain else []
+            conn.executemany("INSERT INTO words (rowid, w) VALUES (?, ?)", rows + list(enumerate(other, start=1)))
+            by_doc: dict[int, list[tuple[int, str]]] = {}
             for term, doc, offset in conn.execute("SELECT term, doc, offset FROM tokens"):
-                found.setdefault(int(doc), []).append((int(offset), str(term)))
+                by_doc.setdefault(int(doc), []).append((int(offset), str(term)))
+        tokens = [t for _, t in sorted(by_doc.pop(0, []))]
+        if len(tokens) != len(plain):  # pragma: no cover - an ASCII alphanumeric word is one token
+            raise AssertionError(f"FTS5 made {len(tokens)} tokens of {len(plain)} ASCII words")
+        found.update((w, (t,)) for w, t in zip(plain, tokens, strict=True))
+        found.update((w, tuple(t for _, t in sorted(by_doc.get(i, ())))) for i, w in enumerate(other, start=1))
         memo = {} if len(self._memo) + len(words) > _MEMO_LIMIT else self._memo
-        memo.update((w, tuple(t for _, t in sorted(found.get(i, ())))) for i, w in enumerate(words))
+        memo.update(found)
         self._memo = memo
 
 
