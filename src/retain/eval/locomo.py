@@ -121,12 +121,14 @@ def collect_pools(
     progress: bool = True,
     on_ingest: Callable[[int, float], None] | None = None,
     search: bool = True,
-    location: str = ":memory:",
+    location: str | Callable[[str], str] = ":memory:",
 ) -> list[QuestionPool]:
     """Ingest each conversation into a fresh memory, then build every question's candidate pool and,
     when ``search``, run the default search on it (timed). ``on_ingest(turns, seconds)`` receives
     ingest timings. ``location`` is the store (``:memory:``, a file path or a ``postgresql://`` URL):
-    each conversation gets its own namespace ``locomo-<sample_id>`` there.
+    each conversation gets its own namespace ``locomo-<sample_id>`` there; or a function of the
+    conversation's sample id giving each conversation a store of its own (as ``:memory:`` does: BM25's
+    document counts are then the conversation's alone on every backend).
 
     Raises:
         InvalidInput: a conversation's namespace already holds records at ``location`` (an earlier
@@ -144,7 +146,8 @@ def collect_pools(
     for conv in conversations:
         bar.set_postfix_str(conv.sample_id)
         namespace = f"locomo-{conv.sample_id}"
-        mem = Memory(location, encoder=encoder, fusion=fusion)
+        where = location if isinstance(location, str) else location(conv.sample_id)
+        mem = Memory(where, encoder=encoder, fusion=fusion)
         try:
             if mem.store.count(namespace, ALL_RECORDS):
                 raise InvalidInput(f"namespace {namespace!r} already holds records in this store; use an empty one")
@@ -272,7 +275,7 @@ def run_locomo(
     loco: bool = True,
     progress: bool = True,
     dataset: str = "locomo",
-    location: str = ":memory:",
+    location: str | Callable[[str], str] = ":memory:",
 ) -> dict[str, Any]:
     """Run the main job and return the report dict (see the CLI's ``--json``); ``location`` as in
     :func:`collect_pools`."""

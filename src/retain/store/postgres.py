@@ -12,15 +12,14 @@ servers sharing one memory.
   iterative scans, so filters still return ``limit`` hits; a smaller namespace is scanned exactly through
   its namespace index, never through the whole table.
 * Lexical channel: BM25 computed as FTS5 computes it, over the same stemmed terms
-  (:mod:`retain.store.postgres_sql`), from a GIN index on a ``tsvector`` and table-wide term statistics
-  kept in the write transaction.
+  (:mod:`retain.store.postgres_lexical`), from a GIN index on a ``tsvector`` and table-wide term
+  statistics kept in the write transaction; a large namespace ranks the records of its rarer terms.
 * Nothing is cached between batches: another process's commit is seen by the next batch.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -39,16 +38,16 @@ from retain.errors import (
 )
 from retain.record import MemoryRecord, search_text
 from retain.store.base import Store
+from retain.store.postgres_lexical import lexical_search, relex
 from retain.store.postgres_sql import (
     COLUMNS,
     MIGRATIONS,
     ORDERS,
     filter_sql,
-    lex_terms,
+    lex_terms_many,
     pg_record_values,
     pg_row_to_record,
     same_content,
-    tsquery_literal,
     tsvector_literal,
 )
 from retain.text.lexical import index_terms
@@ -58,12 +57,13 @@ __all__ = ["ANN_MIN_RECORDS", "SCHEMA_VERSION", "PostgresStore", "redact_url"]
 SCHEMA_VERSION = len(MIGRATIONS)
 ANN_MIN_RECORDS = 20_000
 """Namespaces with at least this many records are searched through the HNSW index; smaller ones exactly."""
+_RELEX_VERSION = 3
+"""The migration from which terms are FTS5's: a store set up before it is indexed again (``relex``)."""
 _WRITE_LOCK = 0x7265746169
 """Key of the advisory lock every writing batch holds until it commits."""
 _SETUP_LOCK = 0x7265746170
 _EF_SEARCH = 100
 """Candidates an HNSW search keeps (pgvector's ``hnsw.ef_search``; its default, 40, loses recall)."""
-_K1, _B = 1.2, 0.75
 
 _WRITE_OPS = (
     store_ops.PutRecords,
@@ -187,6 +187,9 @@ class PostgresStore(Store):
                         )
                     for version in range(current, SCHEMA_VERSION):
                         self._conn.execute(MIGRATIONS[version])
+                    if 0 < current < _RELEX_VERSION:
+                        with self._conn.cursor() as cur:
+                            relex(cur)
                     self._conn.execute("DELETE FROM schema_version")
                     self._conn.execute("INSERT INTO schema_version VALUES (%s)", (SCHEMA_VERSION,))
             except psycopg.errors.FeatureNotSupported as exc:
@@ -278,11 +281,11 @@ class PostgresStore(Store):
         tokens = 0
         namespaces: Counter[str] = Counter()
         dims: set[int] = set()
-        for rec in op.records:
+        lexes = lex_terms_many([index_terms(search_text(rec)) for rec in op.records])
+        for rec, terms in zip(op.records, lexes, strict=True):
             prev = known.get(rec.id)
             if prev is not None and prev[0] != rec.namespace:
                 raise InvalidInput(f"id {rec.id} already exists in another namespace")
-            terms = lex_terms(index_terms(search_text(rec)))
             values = (*pg_record_values(rec), tsvector_literal(terms), len(terms))
             if values[-3] is not None:
                 dims.add(int(values[-3]))
@@ -336,15 +339,18 @@ class PostgresStore(Store):
     def _fetch(self, cur: Any, namespace: str, ids: Sequence[str]) -> list[MemoryRecord]:
         if not ids:
             return []
-        rows = cur.execute(
-            f"SELECT {COLUMNS} FROM records WHERE namespace = %s AND id = ANY(%s)", (namespace, list(set(ids)))
+        rows = cur.execute(  # binary: an embedding read as text costs ~1 ms to parse, as bytes ~10 us
+            f"SELECT {COLUMNS} FROM records WHERE namespace = %s AND id = ANY(%s)",
+            (namespace, list(set(ids))),
+            binary=True,
         ).fetchall()
         found = {row[0]: pg_row_to_record(row) for row in rows}
         return [found[i] for i in ids if i in found]
 
     def _find_by_hash(self, cur: Any, op: store_ops.FindByHash) -> MemoryRecord | None:
         where, params = same_content(op)
-        row = cur.execute(f"SELECT {COLUMNS} FROM records WHERE {where} ORDER BY rowid LIMIT 1", params).fetchone()
+        sql = f"SELECT {COLUMNS} FROM records WHERE {where} ORDER BY rowid LIMIT 1"
+        row = cur.execute(sql, params, binary=True).fetchone()
         return None if row is None else pg_row_to_record(row)
 
     def _require_current(self, cur: Any, op: store_ops.RequireCurrent) -> None:
@@ -394,27 +400,8 @@ class PostgresStore(Store):
     # --- search ---------------------------------------------------------------------------
 
     def _lexical(self, cur: Any, op: store_ops.LexicalSearch) -> list[store_ops.ScoredId]:
-        terms = lex_terms([t for t in op.terms if t])
-        if not terms or int(op.limit) <= 0:
-            return []
-        counts = Counter(terms)
-        docs, total = cur.execute("SELECT docs, tokens FROM lex_stats WHERE k = 1").fetchone()
-        if not docs:
-            return []
-        df = dict(cur.execute("SELECT term, df FROM lex_df WHERE term = ANY(%s)", (list(counts),)).fetchall())
-        names = list(counts)
-        weights = [counts[t] * _idf(docs, df.get(t, 0)) for t in names]
-        where, params = filter_sql(op.namespace, op.filter, alias="r.")
-        sql = (
-            "SELECT r.id, SUM(q.w * (cardinality(u.positions) * %s) / "
-            "(cardinality(u.positions) + %s * (%s + %s * r.lex_len / %s))) AS s "
-            "FROM records r CROSS JOIN LATERAL unnest(r.lex) AS u(lexeme, positions, weights) "
-            "JOIN unnest(%s::text[], %s::float8[]) AS q(term, w) ON q.term = u.lexeme "
-            f"WHERE r.lex @@ %s::tsquery AND {where} GROUP BY r.id, r.rowid ORDER BY s DESC, r.rowid LIMIT %s"
-        )
-        args = [_K1 + 1, _K1, 1 - _B, _B, total / docs, names, weights, tsquery_literal(names), *params]
-        rows = cur.execute(sql, [*args, int(op.limit)]).fetchall()
-        return [store_ops.ScoredId(r[0], float(r[1])) for r in rows]
+        row = cur.execute("SELECT records FROM ns_stats WHERE namespace = %s", (op.namespace,)).fetchone()
+        return lexical_search(cur, op, row is not None and int(row[0]) >= ANN_MIN_RECORDS)
 
     def _vector(self, cur: Any, op: store_ops.VectorSearch) -> list[store_ops.ScoredId]:
         query = np.asarray(op.vector, dtype=np.float32).reshape(-1)
@@ -490,12 +477,6 @@ class PostgresStore(Store):
         return [r[0] for r in cur.execute("SELECT namespace FROM ns_stats WHERE records > 0 ORDER BY namespace")]
 
 
-def _idf(docs: int, hits: int) -> float:
-    """FTS5's BM25 idf: ln((N - n + 0.5) / (n + 0.5)), or 1e-6 when that is not positive."""
-    ratio = (docs - hits + 0.5) / (hits + 0.5)
-    return math.log(ratio) if ratio > 1 else 1e-6
-
-
 def _apply_stats(cur: Any, df: Counter[str], docs: int, tokens: int, namespaces: Counter[str]) -> None:
     """Fold a write's changes into the BM25 statistics and the per-namespace counts; a term no record
     holds any more is deleted (no word of a purged record stays behind)."""
@@ -506,7 +487,9 @@ def _apply_stats(cur: Any, df: Counter[str], docs: int, tokens: int, namespaces:
             "ON CONFLICT (term) DO UPDATE SET df = lex_df.df + excluded.df",
             (list(changed), list(changed.values())),
         )
-        cur.execute("DELETE FROM lex_df WHERE term = ANY(%s) AND df <= 0", (list(changed),))
+        fallen = [t for t, n in changed.items() if n < 0]
+        if fallen:  # only a term whose count fell can reach 0
+            cur.execute("DELETE FROM lex_df WHERE term = ANY(%s) AND df <= 0", (fallen,))
     if docs or tokens:
         cur.execute("UPDATE lex_stats SET docs = docs + %s, tokens = tokens + %s WHERE k = 1", (docs, tokens))
     moved = {ns: n for ns, n in namespaces.items() if n}
@@ -516,7 +499,9 @@ def _apply_stats(cur: Any, df: Counter[str], docs: int, tokens: int, namespaces:
             "ON CONFLICT (namespace) DO UPDATE SET records = ns_stats.records + excluded.records",
             (list(moved), list(moved.values())),
         )
-        cur.execute("DELETE FROM ns_stats WHERE namespace = ANY(%s) AND records <= 0", (list(moved),))
+        emptied = [ns for ns, n in moved.items() if n < 0]
+        if emptied:
+            cur.execute("DELETE FROM ns_stats WHERE namespace = ANY(%s) AND records <= 0", (emptied,))
 
 
 _HANDLERS: dict[type, Any] = {
