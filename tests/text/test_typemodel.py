@@ -9,7 +9,7 @@ from retain import HashingEncoder, Memory
 from retain.errors import InvalidInput
 from retain.eval.type_train import Example, accuracy, fit_type_model
 from retain.record import MemoryType
-from retain.text.typemodel import TypeModel, load_type_model, never_hard, type_features
+from retain.text.typemodel import TypeModel, char_ngrams, load_type_model, never_hard, type_features, weigh
 
 
 @pytest.mark.parametrize(
@@ -20,6 +20,13 @@ from retain.text.typemodel import TypeModel, load_type_model, never_hard, type_f
         ("Preparing the budget summary.", "assistant"),
         ("Summary so far: 6 nights, trains only, under 5000 EUR in total.", "assistant"),
         ("Long time no talk!", "Caroline"),
+        ("Long time no talk", "Melanie"),
+        ("It must have been special", "Caroline"),
+        ("It must have been special.", "user"),
+        ("Und bitte keine Anwaltskosten?", "user"),
+        ("好的，收到", "user"),
+        ("Summary so far: budget under 5000 EUR, no flights, vegetarian meals only.", "agent_thought"),
+        ("Recap: the hotel must stay below 140 EUR a night.", "assistant"),
         ("ok, noted", "user"),
         ("User no longer likes spicy food", None),
     ],
@@ -43,12 +50,23 @@ def test_guards() -> None:
         model.predict(3, "user")  # type: ignore[arg-type]
 
 
-def test_features_are_deterministic_and_the_hashed_block_unit_norm() -> None:
-    named, hashed = type_features("The budget must stay under 5000 EUR.", "user")
+def test_features_are_deterministic_and_the_weighted_block_unit_norm() -> None:
+    named, counts = type_features("The budget must stay under 5000 EUR.", "user")
     again = type_features("The budget must stay under 5000 EUR.", "user")
-    assert (named, hashed) == again
+    assert (named, counts) == again
     assert "role:person" in named and "cue:hard_strong" in named
+    hashed = weigh(counts, load_type_model().idf)
     assert abs(sum(v * v for v in hashed.values()) - 1.0) < 1e-9
+    assert weigh({}, load_type_model().idf) == {}
+
+
+def test_char_ngrams_follow_scikit_learn_char_wb() -> None:
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    text = "Und bitte KEINE Anwaltskosten. 预算是80人天 a ab abc"
+    analyse = CountVectorizer(analyzer="char_wb", ngram_range=(2, 4)).build_analyzer()
+    assert char_ngrams(text) == analyse(text)
+    assert char_ngrams("   ") == []
 
 
 def _toy() -> list[Example]:
@@ -68,6 +86,10 @@ def test_fit_round_trip_and_refusals() -> None:
         TypeModel.from_dict({**model.to_dict(), "format": "other/1"})
     with pytest.raises(InvalidInput):
         TypeModel.from_dict({**model.to_dict(), "types": ["fact"]})
+    with pytest.raises(InvalidInput):
+        TypeModel.from_dict({**model.to_dict(), "idf": [1.0, 2.0]})
+    with pytest.raises(InvalidInput):
+        TypeModel.from_dict({**model.to_dict(), "idf": None})
 
 
 def test_the_embedding_head_is_used_only_for_its_width() -> None:
@@ -93,3 +115,28 @@ def test_memory_types_with_the_learned_model_and_refuses_an_unknown_classifier()
         assert mem.get(given, namespace="n").type is MemoryType.HARD_CONSTRAINT
     with pytest.raises(InvalidInput):
         MemoryConfig(type_classifier="llm")
+
+
+def test_embeddings_are_cached_by_encoder_and_texts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from retain.eval.type_train import embed_examples
+
+    enc = HashingEncoder(dim=16)
+    first = embed_examples(_toy(), enc, tmp_path)
+    assert len(list(tmp_path.glob("types-*.npy"))) == 1
+    assert np.array_equal(embed_examples(_toy(), enc, tmp_path), first)
+    embed_examples(_toy()[:3], enc, tmp_path)
+    assert len(list(tmp_path.glob("types-*.npy"))) == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Und bitte keine Gerichtskosten, das zahlen wir auf keinen Fall.",
+        "Das Budget liegt bei höchstens 3.000 Euro, mehr geht nicht.",
+        "预算不能超过5万元。",
+        "ホテルは1泊1万円以内でお願いします。",
+    ],
+)
+def test_non_english_hard_constraints_are_not_chatter(text: str) -> None:
+    """A user's limit in German, Chinese or Japanese (the rule cascade types the first one chatter)."""
+    assert load_type_model().predict(text, "user") is MemoryType.HARD_CONSTRAINT

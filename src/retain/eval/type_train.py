@@ -19,6 +19,7 @@ files; choose ``--c`` on ``scenarios/dev``, never on ``scenarios/test``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -27,11 +28,12 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from scipy import sparse
 
 from retain.encoders.basis import Encoder
 from retain.eval.scenarios import load_scenarios
 from retain.record import MemoryType
-from retain.text.typemodel import BUCKETS, TYPES, TypeModel, _Head, type_features
+from retain.text.typemodel import BUCKETS, TYPES, TypeModel, _Head, type_features, weigh
 
 __all__ = ["MIN_COUNT", "Example", "accuracy", "fit_type_model", "load_examples", "main"]
 
@@ -66,24 +68,49 @@ def load_examples(paths: Sequence[str | Path]) -> list[Example]:
     return out
 
 
-def embed_examples(examples: Sequence[Example], encoder: Encoder) -> npt.NDArray[np.float32]:
-    """(n, d) float32 record embeddings of ``examples``, as the write path makes them."""
-    return encoder.encode([f"{e.role}: {e.text}" for e in examples])
+def embed_examples(examples: Sequence[Example], encoder: Encoder, cache: Path | None = None) -> npt.NDArray[np.float32]:
+    """(n, d) float32 record embeddings of ``examples``, as the write path makes them. With ``cache``
+    (a folder), the vectors are read from / written to ``<cache>/<sha1 of encoder and texts>.npy``
+    (embedding thousands of events with MiniLM takes minutes)."""
+    texts = [f"{e.role}: {e.text}" for e in examples]
+    if cache is None:
+        return encoder.encode(texts)
+    key = hashlib.sha1("\x00".join([encoder.name, *texts]).encode("utf-8")).hexdigest()
+    path = cache / f"types-{key}.npy"
+    if path.exists():
+        return np.asarray(np.load(path, allow_pickle=False), dtype=np.float32)
+    vectors = encoder.encode(texts)
+    cache.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors, allow_pickle=False)
+    return vectors
 
 
-def _matrix(examples: Sequence[Example], vocab: dict[str, int]) -> npt.NDArray[np.float32]:
-    x = np.zeros((len(examples), len(vocab) + BUCKETS), dtype=np.float32)
+def inverse_document_frequency(examples: Sequence[Example]) -> npt.NDArray[np.float32]:
+    """(BUCKETS,) float32 smoothed IDF of each n-gram bucket over ``examples``:
+    ``ln((1 + n) / (1 + df)) + 1`` (scikit-learn's ``smooth_idf``)."""
+    df = np.zeros(BUCKETS, dtype=np.float64)
+    for e in examples:
+        df[list(type_features(e.text, e.role)[1])] += 1.0
+    return np.asarray(np.log((1.0 + len(examples)) / (1.0 + df)) + 1.0, dtype=np.float32)
+
+
+def _matrix(examples: Sequence[Example], vocab: dict[str, int], idf: npt.NDArray[np.float32]) -> sparse.csr_matrix:
+    """(n, V + BUCKETS) sparse float32 features: the named columns, then the weighted n-gram block."""
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
     for i, e in enumerate(examples):
-        named, hashed = type_features(e.text, e.role)
-        for name in named:
-            if name in vocab:
-                x[i, vocab[name]] = 1.0
-        for b, v in hashed.items():
-            x[i, len(vocab) + b] = v
-    return x
+        named, counts = type_features(e.text, e.role)
+        hit = [(vocab[n], 1.0) for n in set(named) if n in vocab]
+        hit += [(len(vocab) + b, v) for b, v in weigh(counts, idf).items()]
+        rows += [i] * len(hit)
+        cols += [c for c, _ in hit]
+        vals += [v for _, v in hit]
+    shape = (len(examples), len(vocab) + BUCKETS)
+    return sparse.csr_matrix((np.asarray(vals, dtype=np.float32), (rows, cols)), shape=shape)
 
 
-def _fit_head(x: npt.NDArray[np.float32], y: npt.NDArray[np.int64], c: float) -> _Head:
+def _fit_head(x: sparse.csr_matrix, y: npt.NDArray[np.int64], c: float) -> _Head:
     from sklearn.linear_model import LogisticRegression
 
     fit = LogisticRegression(C=c, max_iter=3000).fit(x, y)
@@ -106,6 +133,7 @@ def fit_type_model(
     c: float = 1.0,
     embedding_scale: float = 3.0,
     meta: dict[str, object] | None = None,
+    cache: Path | None = None,
 ) -> TypeModel:
     """Fit both heads on ``examples`` (the embedding head only when ``encoder`` is given).
 
@@ -114,13 +142,14 @@ def fit_type_model(
     """
     counts = Counter(name for e in examples for name in set(type_features(e.text, e.role)[0]))
     vocab = {name: i for i, name in enumerate(sorted(n for n, k in counts.items() if k >= MIN_COUNT))}
-    x = _matrix(examples, vocab)
+    idf = inverse_document_frequency(examples)
+    x = _matrix(examples, vocab, idf)
     y = np.array([TYPES.index(e.label) for e in examples], dtype=np.int64)
     text_head = _fit_head(x, y, c)
     embedding_head = None
     if encoder is not None:
-        vectors = embed_examples(examples, encoder)
-        head = _fit_head(np.hstack([x, embedding_scale * vectors]), y, c)
+        vectors = embed_examples(examples, encoder, cache)
+        head = _fit_head(sparse.hstack([x, embedding_scale * sparse.csr_matrix(vectors)]).tocsr(), y, c)
         head.weights[:, x.shape[1] :] *= embedding_scale
         embedding_head = head
     return TypeModel(
@@ -128,6 +157,7 @@ def fit_type_model(
         text_head=text_head,
         embedding_head=embedding_head,
         encoder=encoder.name if encoder is not None else None,
+        idf=idf,
         meta={"c": c, "embedding_scale": embedding_scale, "min_count": MIN_COUNT, **(meta or {})},
     )
 
@@ -152,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--c", type=float, default=1.0, help="inverse L2 strength")
     parser.add_argument("--encoder", default="minilm", help="'minilm' or 'none' (text head only)")
     parser.add_argument("--eval", action="append", default=[], help="scenario folder to score after fitting")
+    parser.add_argument("--embedding-scale", type=float, default=3.0, help="embedding multiplier in training")
+    parser.add_argument("--cache", type=Path, help="folder caching the events' embeddings between runs")
     args = parser.parse_args(argv)
     encoder: Encoder | None = None
     if args.encoder == "minilm":
@@ -164,11 +196,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         examples,
         encoder=encoder,
         c=args.c,
+        embedding_scale=args.embedding_scale,
+        cache=args.cache,
         meta={"trained_on": sorted({e.scenario for e in examples}), "command": command},
     )
     for name, data in [("train", args.data), *((d, [d]) for d in args.eval)]:
         rows = load_examples(data)
-        vectors = embed_examples(rows, encoder) if encoder is not None else None
+        vectors = embed_examples(rows, encoder, args.cache) if encoder is not None else None
         text_acc = accuracy(model, rows)
         full = accuracy(model, rows, vectors) if vectors is not None else float("nan")
         print(f"{name}: events {len(rows)}  type_accuracy text head {text_acc:.3f}  embedding head {full:.3f}")

@@ -8,9 +8,11 @@ Method. Each text becomes a sparse feature vector (:func:`type_features`):
   role family: the rules are features, not the answer;
 - every cue rule that fires anywhere in the text (:func:`retain.text.classify.cue_families`);
 - the text's shape: a question, an acknowledgement, a recap, length, digits, script (CJK or not);
-- character 2- to 4-grams of the lower-cased text and words of its first line, hashed (CRC-32) into
-  :data:`BUCKETS` buckets, the block L2-normalised; language-independent, so Chinese, Japanese and
-  Korean texts get cues the English rules lack.
+- character 2- to 4-grams within word boundaries (scikit-learn's ``char_wb`` analyser: each
+  whitespace-separated word padded with one space) of the lower-cased text, hashed (CRC-32) into
+  :data:`BUCKETS` buckets, weighted TF-IDF (``1 + ln(count)`` times the bucket's inverse document
+  frequency over the training events, stored in the model) and L2-normalised; language-independent,
+  so Chinese, Japanese, Korean and German texts get cues the English rules lack.
 
 A model (:class:`TypeModel`) holds two heads fitted on the same training files: ``embedding`` (the
 features and the record's (d,) float32 embedding of the encoder named in the model, all-MiniLM-L6-v2)
@@ -26,7 +28,7 @@ Two guards follow the model, whatever it says:
   (thought, action, assistant roles) take the most probable type other than ``hard_constraint``.
 
 The model is fitted by :mod:`retain.eval.type_train` on the training scenario files and shipped as
-``retain/models/types.json`` (format ``retain-types/1``).
+``retain/models/types.json`` (format ``retain-types/2``).
 """
 
 from __future__ import annotations
@@ -53,14 +55,18 @@ __all__ = [
     "SECRET_KINDS",
     "TYPE_MODEL_FORMAT",
     "TypeModel",
+    "char_ngrams",
     "load_type_model",
     "never_hard",
     "type_features",
+    "weigh",
 ]
 
-TYPE_MODEL_FORMAT = "retain-types/1"
-BUCKETS = 2048
-"""Hash buckets of the character n-gram and header-word block."""
+TYPE_MODEL_FORMAT = "retain-types/2"
+BUCKETS = 16384
+"""Hash buckets of the character n-gram block."""
+NGRAMS = (2, 3, 4)
+"""Character n-gram lengths of the hashed block."""
 TYPES: tuple[MemoryType, ...] = tuple(MemoryType)
 SECRET_KINDS = frozenset({"card", "iban", "api_key", "secret", "password", "passport", "national_id"})
 """Kinds of :mod:`retain.text.privacy` finding that make a text ``sensitive`` whatever the model says;
@@ -114,7 +120,6 @@ _LEXICON: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
-_WORD = re.compile(r"\w+")
 _AGENT_FAMILIES = frozenset({"thought", "action", "assistant"})
 
 
@@ -144,10 +149,25 @@ def _shape(text: str) -> list[str]:
     return out
 
 
+def char_ngrams(text: str) -> list[str]:
+    """Character n-grams (:data:`NGRAMS`) of ``text`` lower-cased, word by word: each
+    whitespace-separated word padded with one space each side, a word shorter than n giving itself
+    once (as scikit-learn's ``char_wb`` analyser)."""
+    out: list[str] = []
+    for word in text.lower().split():
+        padded = f" {word} "
+        for n in NGRAMS:
+            out += [padded[i : i + n] for i in range(max(len(padded) - n + 1, 1))]
+            if len(padded) <= n:
+                break
+    return out
+
+
 def type_features(text: str, role: str | None) -> tuple[list[str], dict[int, float]]:
     """The sparse features of ``text`` said by ``role``: named features (role family, the rule
-    verdict, cue families, shape; each worth 1.0) and the hashed block (bucket -> value, L2 norm 1
-    when not empty). Deterministic: no model, no state."""
+    verdict, cue families, shape; each worth 1.0) and the hashed n-gram block (bucket -> sublinear
+    term frequency ``1 + ln(count)``, before the model's IDF weights and normalisation).
+    Deterministic: no model, no state."""
     family = role_family(role)
     rule_type, reason = classify_with_reason(text, role)
     named = [
@@ -160,18 +180,19 @@ def type_features(text: str, role: str | None) -> tuple[list[str], dict[int, flo
     shape = _shape(text)
     named += shape + [f"role_x_shape:{family}:{s}" for s in shape if not s.startswith(("len:", "digits:"))]
     named += [f"lex_x_rule:{s}:{rule_type.value}" for s in shape if s.startswith("lex:")]
-    low = " ".join(text.lower().split())
     counts: dict[int, float] = {}
-    for n in (2, 3, 4):
-        for i in range(len(low) - n + 1):
-            b = _bucket(low[i : i + n])
-            counts[b] = counts.get(b, 0.0) + 1.0
-    header = text.strip().split("\n", 1)[0][:80].lower()
-    for word in _WORD.findall(header)[:12]:
-        b = _bucket(f"h:{family}:{word}")
+    for gram in char_ngrams(text):
+        b = _bucket(gram)
         counts[b] = counts.get(b, 0.0) + 1.0
-    norm = math.sqrt(sum(v * v for v in counts.values()))
-    return named, {b: v / norm for b, v in counts.items()} if norm else {}
+    return named, {b: 1.0 + math.log(v) for b, v in counts.items()}
+
+
+def weigh(hashed: dict[int, float], idf: npt.NDArray[np.float32]) -> dict[int, float]:
+    """The hashed block of :func:`type_features` times ``idf`` ((BUCKETS,) float32), L2-normalised
+    (empty stays empty)."""
+    out = {b: v * float(idf[b]) for b, v in hashed.items()}
+    norm = math.sqrt(sum(v * v for v in out.values()))
+    return {b: v / norm for b, v in out.items()} if norm else {}
 
 
 def never_hard(text: str, role: str | None) -> bool:
@@ -198,6 +219,8 @@ class TypeModel:
         text_head: weights over the features alone.
         embedding_head: weights over the features and an embedding of ``encoder`` (None if absent).
         encoder: the encoder name whose embeddings ``embedding_head`` expects.
+        idf: (BUCKETS,) float32 inverse document frequency of each n-gram bucket over the training
+            events (``ln((1 + n) / (1 + df)) + 1``).
         meta: provenance (training files, command, settings).
     """
 
@@ -205,6 +228,7 @@ class TypeModel:
     text_head: _Head
     embedding_head: _Head | None
     encoder: str | None
+    idf: npt.NDArray[np.float32]
     meta: dict[str, object]
 
     def logits(
@@ -212,7 +236,8 @@ class TypeModel:
     ) -> npt.NDArray[np.float64]:
         """(10,) float64 logits in :class:`MemoryType` order (higher = more likely). ``embedding``
         ((d,) float32, L2-normalised) is used only when it has the embedding head's width."""
-        named, hashed = type_features(text, role)
+        named, counts = type_features(text, role)
+        hashed = weigh(counts, self.idf)
         head = self.text_head
         use_embedding = False
         if embedding is not None and self.embedding_head is not None:
@@ -263,12 +288,19 @@ class TypeModel:
         def head(raw: dict[str, list[list[float]]]) -> _Head:
             return _Head(np.asarray(raw["weights"], dtype=np.float32), np.asarray(raw["bias"], dtype=np.float32))
 
+        try:
+            idf = np.asarray(data.get("idf"), dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput("type model: idf must be a list of numbers") from exc
+        if idf.shape != (BUCKETS,):
+            raise InvalidInput(f"type model: idf must hold {BUCKETS} numbers")
         emb = heads.get("embedding")
         return cls(
             vocab=vocab,
             text_head=head(heads["text"]),
             embedding_head=head(emb) if emb else None,
             encoder=str(data["encoder"]) if data.get("encoder") else None,
+            idf=idf,
             meta=dict(data.get("meta", {})),  # type: ignore[call-overload]
         )
 
@@ -290,6 +322,7 @@ class TypeModel:
             "buckets": BUCKETS,
             "encoder": self.encoder,
             "vocab": sorted(self.vocab, key=self.vocab.__getitem__),
+            "idf": [float(f"{v:.5g}") for v in self.idf.tolist()],
             "heads": heads,
             "meta": self.meta,
         }
