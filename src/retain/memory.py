@@ -370,11 +370,6 @@ class Memory(AccessMixin, AgentLoopMixin, AuditMixin, ConflictsMixin, ExpiryMixi
 
     # --- reads ----------------------------------------------------------------------------
 
-    def namespaces(self) -> list[str]:
-        """The namespaces holding at least one record (any tier), sorted; as ``ActorMemory`` and
-        ``AsyncMemory`` give them."""
-        return sorted(self._core.store.namespaces())
-
     def get(self, id: str, *, namespace: str) -> MemoryRecord:
         """The record ``id`` of ``namespace`` (current or superseded), as stored: not redacted
         (``get``, ``history`` and ``records`` are the owner's raw API; search, export and handoff

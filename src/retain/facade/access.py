@@ -11,7 +11,12 @@ __all__ = ["AccessMixin"]
 
 
 class AccessMixin(FacadeBase):
-    """Views of the memory for one principal (an agent, a person, an API key)."""
+    """Views of the memory for one principal (an agent, a person, an API key), and its namespaces."""
+
+    def namespaces(self) -> list[str]:
+        """The namespaces holding at least one record (any tier), sorted (a principal's view:
+        ``as_actor(p).namespaces()``, those it may read)."""
+        return sorted(self._core.store.namespaces())
 
     def as_actor(self, principal: Principal) -> ActorMemory:
         """This memory as ``principal`` sees it: every call checks the principal's role on its
