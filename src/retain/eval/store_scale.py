@@ -133,8 +133,9 @@ def ingest(backend: str, location: str, n: int) -> dict[str, float]:
     return out
 
 
-def measure(backend: str, location: str, n: int, count: int) -> dict[str, Any]:
-    """Searches in this process on a store just opened (run by :func:`run_scale` in a child process)."""
+def measure(backend: str, location: str, n: int, count: int, decisions: bool = True) -> dict[str, Any]:
+    """Searches in this process on a store just opened (run by :func:`run_scale` in a child process);
+    then, when ``decisions``, :func:`measure_decisions`."""
     from retain.memory import Memory
 
     texts, vecs = queries(n, count)
@@ -161,7 +162,7 @@ def measure(backend: str, location: str, n: int, count: int) -> dict[str, Any]:
         "dense_ms": _percentiles(dense),
         "found": found,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        **measure_decisions(backend, location, n, count),
+        **(measure_decisions(backend, location, n, count) if decisions else {}),
     }
 
 
@@ -256,8 +257,9 @@ def _disk_bytes(backend: str, location: str) -> int | None:
     return sum(p.stat().st_size for p in paths if p.exists())
 
 
-def run_one(backend: str, n: int, count: int, folder: Path) -> dict[str, Any]:
-    """One backend at one size: ingest here, searches in a child process, the reference here."""
+def run_one(backend: str, n: int, count: int, folder: Path, decisions: bool = True) -> dict[str, Any]:
+    """One backend at one size: ingest here, searches (and, when ``decisions``, the retention decisions
+    at capacity) in a child process, the reference here."""
     if backend == "postgres":
         sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
         from postgres_server import postgres_url
@@ -268,7 +270,7 @@ def run_one(backend: str, n: int, count: int, folder: Path) -> dict[str, Any]:
     row: dict[str, Any] = {"backend": backend, "n": n, **ingest(backend, location, n)}
     code = (
         "import json, sys; from retain.eval.store_scale import measure; "
-        f"print(json.dumps(measure({backend!r}, {location!r}, {n}, {count})))"
+        f"print(json.dumps(measure({backend!r}, {location!r}, {n}, {count}, {decisions!r})))"
     )
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     measured = json.loads(child.stdout.strip().splitlines()[-1])
@@ -282,22 +284,40 @@ def run_one(backend: str, n: int, count: int, folder: Path) -> dict[str, Any]:
     return row
 
 
-def run_scale(sizes: Sequence[int], backends: Sequence[str], count: int = 100) -> list[dict[str, Any]]:
-    """Every backend at every size (see the module docstring); one row each."""
+def run_scale(
+    sizes: Sequence[int],
+    backends: Sequence[str],
+    count: int = 100,
+    decisions_max: int | None = None,
+    keep: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Every backend at every size (see the module docstring); one row each. The retention decisions
+    are measured for sizes up to ``decisions_max`` (every size when None: a ``Budget`` of a million
+    records is far above the budgets retain is tuned for, and its adds take seconds each). SQLite
+    stores are written into ``keep`` and left there when it is given (``scale-<n>.db``, for
+    ``benchmarks/hybrid_scale.py --db``), else into a temporary folder removed after each size."""
     rows = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("RETAIN_BENCH_DIR")) as tmp:
+        folder = Path(tmp) if keep is None else keep
+        folder.mkdir(parents=True, exist_ok=True)
         for n in sizes:
             for backend in backends:
-                rows.append(run_one(backend, n, count, Path(tmp)))
+                timed = decisions_max is None or n <= decisions_max
+                rows.append(run_one(backend, n, count, folder, timed))
                 print(table_row(rows[-1]), flush=True)
-                for path in Path(tmp).glob("*"):
-                    if path.is_dir():
-                        for f in path.glob("*"):
-                            f.unlink()
-                        path.rmdir()
-                    else:
-                        path.unlink()
+                if keep is None:
+                    _empty(folder)
     return rows
+
+
+def _empty(folder: Path) -> None:
+    for path in folder.glob("*"):
+        if path.is_dir():
+            for f in path.glob("*"):
+                f.unlink()
+            path.rmdir()
+        else:
+            path.unlink()
 
 
 TABLE_HEAD = (
@@ -311,11 +331,16 @@ TABLE_HEAD = (
 def table_row(r: dict[str, Any]) -> str:
     """One markdown row of :data:`TABLE_HEAD`."""
     build = f"{r['index_build_s']:.1f}" if "index_build_s" in r else "-"
+    decided = "- | - | -"
+    if "decision_ms" in r:
+        decided = (
+            f"{r['first_decision_s']:.2f} | {r['decision_ms'][0]:.2f} / {r['decision_ms'][1]:.2f} | "
+            f"{r['add_ms'][0]:.1f} / {r['add_ms'][1]:.1f}"
+        )
     size = "-" if r["bytes_per_record"] is None else f"{r['bytes_per_record']:,.0f}"
     return (
         f"| {r['n']:,} | {r['backend']} | {r['ingest_rps']:,.0f} | {build} | {r['first_search_s']:.2f} | "
         f"{r['hybrid_ms'][0]:.1f} / {r['hybrid_ms'][1]:.1f} | {r['dense_ms'][0]:.2f} / {r['dense_ms'][1]:.2f} | "
         f"{r['recall_at_10']:.3f} | {r['numpy_exact_ms'][0]:.2f} / {r['numpy_exact_ms'][1]:.2f} | {size} | "
-        f"{r['peak_rss_mb']:,.0f} | {r['first_decision_s']:.2f} | {r['decision_ms'][0]:.2f} / "
-        f"{r['decision_ms'][1]:.2f} | {r['add_ms'][0]:.1f} / {r['add_ms'][1]:.1f} |"
+        f"{r['peak_rss_mb']:,.0f} | {decided} |"
     )

@@ -68,7 +68,7 @@ class AnnConfig:
 
     min_records: int = 20_000
     connectivity: int = 16
-    expansion_add: int = 128
+    expansion_add: int = 64
     expansion_search: int = 256
     candidates: int = 100
     save_every: int = 100_000
