@@ -40,7 +40,7 @@ from retain.errors import InvalidInput, SchemaError
 from retain.record import MemoryRecord, Tier, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
-from retain.store.sqlite_ann import AnnConfig, AnnSet, bump_epoch
+from retain.store.sqlite_ann import AnnConfig, AnnSet, bump_epoch, exact_scan
 from retain.store.sqlite_audit import HANDLERS as AUDIT_HANDLERS
 from retain.store.sqlite_audit import forget_provenance
 from retain.store.sqlite_browse import audit_histogram, namespace_stats, page_ids, query_audit
@@ -290,6 +290,15 @@ class SQLiteStore(Store):
             self._large[namespace] = known
         return known
 
+    def build_index(self, namespace: str) -> None:
+        """Start building ``namespace``'s HNSW graph now when it is past the threshold and has no
+        usable one (after a bulk ingest: one build over all its records, instead of on the first
+        search); returns at once (:meth:`wait_for_index` waits). A no-op without the HNSW channel."""
+        self._require_ready()
+        with self._lock:
+            if self._ann is not None and self._is_large(namespace):
+                self._ann.graph(self._conn, namespace, lambda: True)
+
     def wait_for_index(self, timeout: float | None = None) -> None:
         """Wait for the HNSW graphs being built in the background (benchmarks and tests; searches
         never wait: they scan exactly until a graph is ready)."""
@@ -499,9 +508,11 @@ class SQLiteStore(Store):
         graph when it has one (:mod:`~retain.store.sqlite_ann`), else exact (:func:`nearest`)."""
         if self._ann is not None and self._is_large(namespace):
             found = self._ann.answer(self._conn, namespace, queries, flt, limit)
+            self._cache.pop(namespace, None)  # no matrix of a large namespace held
             if found is not None:
-                self._cache.pop(namespace, None)  # the graph answers: no matrix of the namespace held
                 return found
+            # no graph ready (being built): exact, streamed by SQL, never the whole matrix in memory
+            return exact_scan(self._conn, namespace, queries, flt, limit)
         index = self._index(namespace)
         if index is None:
             return [[] for _ in range(queries.shape[0])]
