@@ -281,22 +281,17 @@ class SQLiteStore(Store):
             return False
         known = self._large.get(namespace)
         if known is None:
-            if self._ann.active(namespace):
-                known = True
-            else:
-                bound = self._ann.config.min_records
-                sql = "SELECT COUNT(*) FROM (SELECT 1 FROM records WHERE namespace = ? LIMIT ?)"
-                known = int(self._conn.execute(sql, (namespace, bound)).fetchone()[0]) >= bound
+            bound = self._ann.config.min_records
+            sql = "SELECT COUNT(*) FROM (SELECT 1 FROM records WHERE namespace = ? LIMIT ?)"
+            known = self._ann.active(namespace) or self._conn.execute(sql, (namespace, bound)).fetchone()[0] >= bound
             self._large[namespace] = known
         return known
 
     def build_index(self, namespace: str) -> None:
-        """Start building ``namespace``'s HNSW graph now when it is past the threshold and has no
-        usable one (after a bulk ingest: one build over all its records, instead of on the first
-        search); returns at once (:meth:`wait_for_index` waits). A no-op without the HNSW channel."""
-        self._require_ready()
+        """Start ``namespace``'s HNSW graph build now (once, after a bulk ingest) when it is past the
+        threshold without a usable graph; returns at once. A no-op without the HNSW channel."""
         with self._lock:
-            if self._ann is not None and self._is_large(namespace):
+            if self._ready and self._ann is not None and self._is_large(namespace):
                 self._ann.graph(self._conn, namespace, lambda: True)
 
     def wait_for_index(self, timeout: float | None = None) -> None:
@@ -508,11 +503,8 @@ class SQLiteStore(Store):
         graph when it has one (:mod:`~retain.store.sqlite_ann`), else exact (:func:`nearest`)."""
         if self._ann is not None and self._is_large(namespace):
             found = self._ann.answer(self._conn, namespace, queries, flt, limit)
-            self._cache.pop(namespace, None)  # no matrix of a large namespace held
-            if found is not None:
-                return found
-            # no graph ready (being built): exact, streamed by SQL, never the whole matrix in memory
-            return exact_scan(self._conn, namespace, queries, flt, limit)
+            self._cache.pop(namespace, None)  # no graph yet: exact, streamed by SQL, no matrix held
+            return exact_scan(self._conn, namespace, queries, flt, limit) if found is None else found
         index = self._index(namespace)
         if index is None:
             return [[] for _ in range(queries.shape[0])]
