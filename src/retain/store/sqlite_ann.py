@@ -12,7 +12,9 @@ int8-quantised vectors), persisted beside the database file, used as candidate g
   are queued and added to / removed from the graph before the next search); a commit by another
   connection or process, a missing, truncated or corrupted file (size or CRC-32 differs from its
   sidecar JSON) makes the graph stale: it is rebuilt from the records in a background thread while
-  searches of that namespace stay exact.
+  searches of that namespace stay exact, streamed by SQL in chunks (:func:`exact_scan`: the namespace's
+  matrix is never loaded whole; a search then costs a read of the namespace). After a bulk ingest,
+  ``SQLiteStore.build_index`` starts the one build without waiting for a search.
 * Files: ``<database>.ann/<sha256(namespace)[:24]>.usearch`` and ``.json`` (namespace, epoch, width,
   size, CRC-32). The file is memory-mapped (``view``) when opened, so the first search after opening
   costs the CRC check, not a load; the first local write to the namespace loads it for updating.
