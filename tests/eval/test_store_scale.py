@@ -36,3 +36,15 @@ def test_run_scale_skips_decisions_above_the_limit_and_keeps_the_store_when_aske
     store.setup()
     assert store.count(NAMESPACE) == 300  # kept whole: hybrid_scale.py --db reuses it
     store.close()
+
+
+def test_peak_rss_is_this_process_own_and_covers_what_it_holds() -> None:
+    import numpy as np
+
+    from retain.eval.store_scale import peak_rss_mb
+
+    block = np.ones(64 * 2**20 // 8)  # 64 MB, touched
+    status = Path("/proc/self/status").read_text(encoding="utf-8")
+    now = int(status.split("VmRSS:")[1].split()[0]) / 1024
+    assert block.sum() > 0 and now >= 64
+    assert peak_rss_mb() >= now  # the peak covers what is resident now, this block included
