@@ -21,3 +21,30 @@ def test_adds_at_capacity_each_evict_one_record_and_their_decisions_are_timed(tm
     evictions = [e for e in store.audit_log(NAMESPACE) if e["op"] == "evict"]
     assert len(evictions) == len({e["record_id"] for e in evictions}) == 7
     store.close()
+
+
+def test_run_scale_skips_decisions_above_the_limit_and_keeps_the_store_when_asked(tmp_path: Path) -> None:
+    from retain.eval.store_scale import run_scale, table_row
+
+    rows = run_scale([200, 300], ["sqlite"], count=10, decisions_max=200, keep=tmp_path / "kept")
+    small, big = rows
+    assert "decision_ms" in small and small["hot_after"] == 200
+    assert "decision_ms" not in big and "hot_after" not in big
+    assert table_row(big).endswith("| - | - | - |") and not table_row(small).endswith("| - | - | - |")
+    assert {p.name for p in (tmp_path / "kept").glob("*.db")} == {"scale-200.db", "scale-300.db"}
+    store = SQLiteStore(tmp_path / "kept" / "scale-300.db")
+    store.setup()
+    assert store.count(NAMESPACE) == 300  # kept whole: hybrid_scale.py --db reuses it
+    store.close()
+
+
+def test_peak_rss_is_this_process_own_and_covers_what_it_holds() -> None:
+    import numpy as np
+
+    from retain.eval.store_scale import peak_rss_mb
+
+    block = np.ones(64 * 2**20 // 8)  # 64 MB, touched
+    status = Path("/proc/self/status").read_text(encoding="utf-8")
+    now = int(status.split("VmRSS:")[1].split()[0]) / 1024
+    assert block.sum() > 0 and now >= 64
+    assert peak_rss_mb() >= now  # the peak covers what is resident now, this block included

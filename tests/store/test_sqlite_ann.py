@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from retain.errors import InvalidInput
 from retain.record import MemoryRecord, Tier, new_id
 from retain.store import SQLiteStore
 from retain.store.filters import RecordFilter
-from retain.store.sqlite_ann import AnnConfig
+from retain.store.sqlite_ann import AnnConfig, exact_scan
 
 DIM = 32
 CONFIG = AnnConfig(min_records=300, candidates=50)
@@ -150,6 +151,7 @@ def test_a_damaged_graph_file_is_rebuilt_while_searches_stay_exact(
     for seed in range(5):  # exact while the graph is rebuilt
         q = _query(200 + seed)
         assert [h.id for h in again.search_vector("big", q, limit=10)] == _exact(recs, q, 10)
+        assert "big" not in again._cache  # streamed by SQL: the namespace's matrix is never held
     assert again._ann.rebuilds == 1
     again.wait_for_index()
     again.search_vector("big", _query(0), limit=10)
@@ -251,3 +253,40 @@ def test_newest_first_listings_walk_the_namespace_to_their_limit(tmp_path: Path)
     detail = " ".join(str(r[3]) for r in store._conn.execute("EXPLAIN QUERY PLAN " + sql))
     assert "records_ns " in detail + " " and "TEMP B-TREE" not in detail
     store.close()
+
+
+def test_build_index_builds_once_after_a_bulk_ingest_without_a_search(tmp_path: Path) -> None:
+    store = _open(tmp_path / "m.db")
+    recs = _records(1000, "big", 1)
+    for start in range(0, 1000, 100):  # a bulk ingest in batches: no graph, no build yet
+        store.put(recs[start : start + 100])
+    store.put(_records(10, "small", 2))
+    assert store._ann is not None and store._ann.rebuilds == 0
+    store.build_index("small")  # below the threshold: nothing to build
+    store.build_index("big")
+    store.build_index("big")  # one build running: not started twice
+    store.wait_for_index()
+    assert store._ann.rebuilds == 1 and not store._ann.active("small")
+    q = _query(5)
+    hits = store.search_vector("big", q, limit=10)
+    assert store._ann._graphs.get("big") is not None and "big" not in store._cache
+    assert len({h.id for h in hits} & set(_exact(recs, q, 10))) >= 8
+    assert len(list((tmp_path / "m.db.ann").glob("*.usearch"))) == 1  # persisted once built
+    store.close()
+
+
+def test_the_streamed_exact_scan_matches_the_in_memory_one(tmp_path: Path) -> None:
+    recs = _records(700, "ns", 3)
+    recs[10] = replace(recs[10], embedding=recs[3].embedding)  # a tie: write order decides
+    recs[20] = replace(recs[20], tier=Tier.ARCHIVE)
+    plain = SQLiteStore(tmp_path / "plain.db", ann=None)  # the in-memory exact scan
+    plain.setup()
+    plain.put(recs)
+    queries = np.stack([np.asarray(recs[3].embedding), _query(1), _query(2), np.zeros(DIM)]).astype(np.float32)
+    for flt in (RecordFilter(tiers=None), RecordFilter(tiers=(Tier.DYNAMIC,))):
+        want = [[(h.id, round(h.score, 5)) for h in hits] for hits in plain.search_vectors("ns", queries, flt, 12)]
+        got = exact_scan(plain._conn, "ns", queries * 3, flt, 12)  # unnormalised queries: normalised there
+        assert [[(h.id, round(h.score, 5)) for h in hits] for hits in got] == want
+    with pytest.raises(InvalidInput):
+        exact_scan(plain._conn, "ns", np.ones((1, DIM + 1), dtype=np.float32), RecordFilter(), 5)
+    plain.close()

@@ -25,6 +25,12 @@ def scale_cmd(
     queries: Annotated[int, typer.Option("--queries", min=10, help="Searches timed per size.")] = 100,
     json_out: Annotated[Path | None, typer.Option("--json", help="Write every figure to this JSON file.")] = None,
     png: Annotated[Path | None, typer.Option("--png", help="Plot search p95 against size to this PNG.")] = None,
+    decisions_max: Annotated[
+        int | None, typer.Option("--decisions-max", min=0, help="Time the retention decisions up to this size only.")
+    ] = None,
+    keep: Annotated[
+        Path | None, typer.Option("--keep", help="Write the SQLite stores into this folder and keep them.")
+    ] = None,
 ) -> None:
     """Ingest records/s, first search after open, default hybrid and dense search p50 / p95 (query
     embedding excluded), recall@10 against an exact numpy scan of the same vectors (its p95 beside),
@@ -41,7 +47,7 @@ def scale_cmd(
     if unknown or not backends or not sizes or min(sizes) < 100:
         fail(ValueError(f"--backend: sqlite and/or postgres; --n: sizes of 100 or more (got {backend!r}, {n!r})"))
     typer.echo(TABLE_HEAD)
-    rows = run_scale(sizes, backends, queries)
+    rows = run_scale(sizes, backends, queries, decisions_max, keep)
     if json_out is not None:
         json_out.write_text(json.dumps(rows, indent=1), encoding="utf-8")
     if png is not None:

@@ -113,28 +113,31 @@ def _open(backend: str, location: str) -> Any:
 
 
 def ingest(backend: str, location: str, n: int) -> dict[str, float]:
-    """Write the corpus; returns ingest records/s and (SQLite above the threshold) the graph build seconds."""
+    """Write the corpus; returns ingest records/s (wall, and by this process's CPU time: the store's own
+    cost on a shared host) and (SQLite above the threshold) the graph build seconds."""
     store = _open(backend, location)
     store.setup()
     store.set_meta("encoder_name", "bench-384")
     store.set_meta("encoder_dim", str(DIM))
-    seconds = 0.0
+    seconds = cpu = 0.0
     for batch in _batches(n):  # only the writes are timed, not the generator
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         store.put(batch)
-        seconds += time.perf_counter() - start
-    out = {"ingest_rps": n / seconds}
-    start = time.perf_counter()
-    store.search_vector(NAMESPACE, corpus_vectors(n, start=0, count=1)[0], limit=10)  # starts a graph build
-    if hasattr(store, "wait_for_index"):
+        seconds, cpu = seconds + time.perf_counter() - start, cpu + time.process_time() - start_cpu
+    out = {"ingest_rps": n / seconds, "ingest_cpu_rps": n / cpu}
+    start, start_cpu = time.perf_counter(), time.process_time()
+    if hasattr(store, "build_index"):  # SQLite: one graph build after the bulk ingest
+        store.build_index(NAMESPACE)
         store.wait_for_index()
         out["index_build_s"] = time.perf_counter() - start
+        out["index_build_cpu_s"] = time.process_time() - start_cpu  # every thread's
     store.close()
     return out
 
 
-def measure(backend: str, location: str, n: int, count: int) -> dict[str, Any]:
-    """Searches in this process on a store just opened (run by :func:`run_scale` in a child process)."""
+def measure(backend: str, location: str, n: int, count: int, decisions: bool = True) -> dict[str, Any]:
+    """Searches in this process on a store just opened (run by :func:`run_scale` in a child process);
+    then, when ``decisions``, :func:`measure_decisions`."""
     from retain.memory import Memory
 
     texts, vecs = queries(n, count)
@@ -160,8 +163,8 @@ def measure(backend: str, location: str, n: int, count: int) -> dict[str, Any]:
         "hybrid_ms": _percentiles(hybrid),
         "dense_ms": _percentiles(dense),
         "found": found,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        **measure_decisions(backend, location, n, count),
+        "peak_rss_mb": peak_rss_mb(),
+        **(measure_decisions(backend, location, n, count) if decisions else {}),
     }
 
 
@@ -207,6 +210,18 @@ def measure_decisions(backend: str, location: str, n: int, count: int) -> dict[s
         "add_ms": _percentiles(adds[1:]),
         "hot_after": hot,
     }
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB: ``VmHWM`` of its own address space where Linux
+    reports it (``ru_maxrss`` carries the parent's resident size over fork and exec, so a child of a
+    large benchmark process would report the parent's), else ``ru_maxrss``."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text(encoding="utf-8").splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class _LookupEncoder:
@@ -256,8 +271,9 @@ def _disk_bytes(backend: str, location: str) -> int | None:
     return sum(p.stat().st_size for p in paths if p.exists())
 
 
-def run_one(backend: str, n: int, count: int, folder: Path) -> dict[str, Any]:
-    """One backend at one size: ingest here, searches in a child process, the reference here."""
+def run_one(backend: str, n: int, count: int, folder: Path, decisions: bool = True) -> dict[str, Any]:
+    """One backend at one size: ingest here, searches (and, when ``decisions``, the retention decisions
+    at capacity) in a child process, the reference here."""
     if backend == "postgres":
         sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
         from postgres_server import postgres_url
@@ -268,7 +284,7 @@ def run_one(backend: str, n: int, count: int, folder: Path) -> dict[str, Any]:
     row: dict[str, Any] = {"backend": backend, "n": n, **ingest(backend, location, n)}
     code = (
         "import json, sys; from retain.eval.store_scale import measure; "
-        f"print(json.dumps(measure({backend!r}, {location!r}, {n}, {count})))"
+        f"print(json.dumps(measure({backend!r}, {location!r}, {n}, {count}, {decisions!r})))"
     )
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     measured = json.loads(child.stdout.strip().splitlines()[-1])
@@ -282,22 +298,40 @@ def run_one(backend: str, n: int, count: int, folder: Path) -> dict[str, Any]:
     return row
 
 
-def run_scale(sizes: Sequence[int], backends: Sequence[str], count: int = 100) -> list[dict[str, Any]]:
-    """Every backend at every size (see the module docstring); one row each."""
+def run_scale(
+    sizes: Sequence[int],
+    backends: Sequence[str],
+    count: int = 100,
+    decisions_max: int | None = None,
+    keep: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Every backend at every size (see the module docstring); one row each. The retention decisions
+    are measured for sizes up to ``decisions_max`` (every size when None: a ``Budget`` of a million
+    records is far above the budgets retain is tuned for, and its adds take seconds each). SQLite
+    stores are written into ``keep`` and left there when it is given (``scale-<n>.db``, for
+    ``benchmarks/hybrid_scale.py --db``), else into a temporary folder removed after each size."""
     rows = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("RETAIN_BENCH_DIR")) as tmp:
+        folder = Path(tmp) if keep is None else keep
+        folder.mkdir(parents=True, exist_ok=True)
         for n in sizes:
             for backend in backends:
-                rows.append(run_one(backend, n, count, Path(tmp)))
+                timed = decisions_max is None or n <= decisions_max
+                rows.append(run_one(backend, n, count, folder, timed))
                 print(table_row(rows[-1]), flush=True)
-                for path in Path(tmp).glob("*"):
-                    if path.is_dir():
-                        for f in path.glob("*"):
-                            f.unlink()
-                        path.rmdir()
-                    else:
-                        path.unlink()
+                if keep is None:
+                    _empty(folder)
     return rows
+
+
+def _empty(folder: Path) -> None:
+    for path in folder.glob("*"):
+        if path.is_dir():
+            for f in path.glob("*"):
+                f.unlink()
+            path.rmdir()
+        else:
+            path.unlink()
 
 
 TABLE_HEAD = (
@@ -311,11 +345,18 @@ TABLE_HEAD = (
 def table_row(r: dict[str, Any]) -> str:
     """One markdown row of :data:`TABLE_HEAD`."""
     build = f"{r['index_build_s']:.1f}" if "index_build_s" in r else "-"
+    build += f" (CPU {r['index_build_cpu_s']:.1f})" if "index_build_cpu_s" in r else ""
+    cpu = f" (CPU {r['ingest_cpu_rps']:,.0f})" if "ingest_cpu_rps" in r else ""
+    decided = "- | - | -"
+    if "decision_ms" in r:
+        decided = (
+            f"{r['first_decision_s']:.2f} | {r['decision_ms'][0]:.2f} / {r['decision_ms'][1]:.2f} | "
+            f"{r['add_ms'][0]:.1f} / {r['add_ms'][1]:.1f}"
+        )
     size = "-" if r["bytes_per_record"] is None else f"{r['bytes_per_record']:,.0f}"
     return (
-        f"| {r['n']:,} | {r['backend']} | {r['ingest_rps']:,.0f} | {build} | {r['first_search_s']:.2f} | "
+        f"| {r['n']:,} | {r['backend']} | {r['ingest_rps']:,.0f}{cpu} | {build} | {r['first_search_s']:.2f} | "
         f"{r['hybrid_ms'][0]:.1f} / {r['hybrid_ms'][1]:.1f} | {r['dense_ms'][0]:.2f} / {r['dense_ms'][1]:.2f} | "
         f"{r['recall_at_10']:.3f} | {r['numpy_exact_ms'][0]:.2f} / {r['numpy_exact_ms'][1]:.2f} | {size} | "
-        f"{r['peak_rss_mb']:,.0f} | {r['first_decision_s']:.2f} | {r['decision_ms'][0]:.2f} / "
-        f"{r['decision_ms'][1]:.2f} | {r['add_ms'][0]:.1f} / {r['add_ms'][1]:.1f} |"
+        f"{r['peak_rss_mb']:,.0f} | {decided} |"
     )

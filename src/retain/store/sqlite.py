@@ -40,7 +40,7 @@ from retain.errors import InvalidInput, SchemaError
 from retain.record import MemoryRecord, Tier, search_text
 from retain.store.base import Store
 from retain.store.filters import RecordFilter
-from retain.store.sqlite_ann import AnnConfig, AnnSet, bump_epoch
+from retain.store.sqlite_ann import AnnConfig, AnnSet, bump_epoch, exact_scan
 from retain.store.sqlite_audit import HANDLERS as AUDIT_HANDLERS
 from retain.store.sqlite_audit import forget_provenance
 from retain.store.sqlite_browse import audit_histogram, namespace_stats, page_ids, query_audit
@@ -281,14 +281,18 @@ class SQLiteStore(Store):
             return False
         known = self._large.get(namespace)
         if known is None:
-            if self._ann.active(namespace):
-                known = True
-            else:
-                bound = self._ann.config.min_records
-                sql = "SELECT COUNT(*) FROM (SELECT 1 FROM records WHERE namespace = ? LIMIT ?)"
-                known = int(self._conn.execute(sql, (namespace, bound)).fetchone()[0]) >= bound
+            bound = self._ann.config.min_records
+            sql = "SELECT COUNT(*) FROM (SELECT 1 FROM records WHERE namespace = ? LIMIT ?)"
+            known = self._ann.active(namespace) or self._conn.execute(sql, (namespace, bound)).fetchone()[0] >= bound
             self._large[namespace] = known
         return known
+
+    def build_index(self, namespace: str) -> None:
+        """Start ``namespace``'s HNSW graph build now (once, after a bulk ingest) when it is past the
+        threshold without a usable graph; returns at once. A no-op without the HNSW channel."""
+        with self._lock:
+            if self._ready and self._ann is not None and self._is_large(namespace):
+                self._ann.graph(self._conn, namespace, lambda: True)
 
     def wait_for_index(self, timeout: float | None = None) -> None:
         """Wait for the HNSW graphs being built in the background (benchmarks and tests; searches
@@ -499,9 +503,8 @@ class SQLiteStore(Store):
         graph when it has one (:mod:`~retain.store.sqlite_ann`), else exact (:func:`nearest`)."""
         if self._ann is not None and self._is_large(namespace):
             found = self._ann.answer(self._conn, namespace, queries, flt, limit)
-            if found is not None:
-                self._cache.pop(namespace, None)  # the graph answers: no matrix of the namespace held
-                return found
+            self._cache.pop(namespace, None)  # no graph yet: exact, streamed by SQL, no matrix held
+            return exact_scan(self._conn, namespace, queries, flt, limit) if found is None else found
         index = self._index(namespace)
         if index is None:
             return [[] for _ in range(queries.shape[0])]

@@ -12,7 +12,9 @@ int8-quantised vectors), persisted beside the database file, used as candidate g
   are queued and added to / removed from the graph before the next search); a commit by another
   connection or process, a missing, truncated or corrupted file (size or CRC-32 differs from its
   sidecar JSON) makes the graph stale: it is rebuilt from the records in a background thread while
-  searches of that namespace stay exact.
+  searches of that namespace stay exact, streamed by SQL in chunks (:func:`exact_scan`: the namespace's
+  matrix is never loaded whole; a search then costs a read of the namespace). After a bulk ingest,
+  ``SQLiteStore.build_index`` starts the one build without waiting for a search.
 * Files: ``<database>.ann/<sha256(namespace)[:24]>.usearch`` and ``.json`` (namespace, epoch, width,
   size, CRC-32). The file is memory-mapped (``view``) when opened, so the first search after opening
   costs the CRC check, not a load; the first local write to the namespace loads it for updating.
@@ -42,7 +44,7 @@ from retain.store.ops import ScoredId
 from retain.store.sqlite_lexical import LexicalMemo
 from retain.store.sqlite_rows import COLUMNS, filter_sql, row_to_record
 
-__all__ = ["AnnConfig", "AnnSet", "bump_epoch", "exact_filtered", "read_epoch"]
+__all__ = ["AnnConfig", "AnnSet", "bump_epoch", "exact_filtered", "exact_scan", "read_epoch"]
 
 _EPOCH_KEY = "ann_epoch/"
 _READ_CHUNK = 20_000
@@ -68,7 +70,7 @@ class AnnConfig:
 
     min_records: int = 20_000
     connectivity: int = 16
-    expansion_add: int = 128
+    expansion_add: int = 64
     expansion_search: int = 256
     candidates: int = 100
     save_every: int = 100_000
@@ -488,17 +490,43 @@ def _rescore(
 def exact_filtered(
     conn: sqlite3.Connection, namespace: str, query: npt.NDArray[np.float32], flt: RecordFilter, limit: int
 ) -> list[ScoredId]:
-    """Exact cosine top ``limit`` over the rows ``flt`` keeps, read by SQL (a selective filter's
-    answer for a namespace with a graph: its cost follows the rows kept, not the namespace)."""
+    """Exact cosine top ``limit`` of one ``query`` ((d,) float32, normalised) over the rows ``flt``
+    keeps: :func:`exact_scan` of one query."""
+    return exact_scan(conn, namespace, query[None, :], flt, limit)[0]
+
+
+def exact_scan(
+    conn: sqlite3.Connection, namespace: str, queries: npt.NDArray[np.float32], flt: RecordFilter, limit: int
+) -> list[list[ScoredId]]:
+    """Exact cosine top ``limit`` for each row of ``queries`` ((p, d) float32; normalised here, a zero row
+    scores 0 everywhere) over the rows ``flt`` keeps, best first, ties in write (rowid) order as in the
+    in-memory exact scan. The rows are read by SQL in chunks of :data:`_READ_CHUNK` and only each chunk's
+    best ``limit`` per query kept: memory stays bounded whatever the namespace's size (a selective
+    filter's answer, and a large namespace's while its graph is being built: its matrix is never loaded
+    whole).
+
+    Raises:
+        InvalidInput: the queries' width is not the stored embeddings' width.
+    """
+    norms = np.linalg.norm(queries, axis=1, keepdims=True)
+    queries = (queries / np.where(norms > 0, norms, 1)).astype(np.float32)
     where, params = filter_sql(namespace, flt)
-    found: list[ScoredId] = []
+    best: list[list[tuple[float, int, str]]] = [[] for _ in range(queries.shape[0])]
     sql = f"SELECT id, embedding FROM records WHERE embedding IS NOT NULL AND {where} ORDER BY rowid"
     cursor = conn.execute(sql, params)  # write order: ties break as in the exact scan
+    seen = 0
     while rows := cursor.fetchmany(_READ_CHUNK):
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
-        if matrix.shape[1] != query.shape[0]:
-            raise InvalidInput(f"vector: dimension {query.shape[0]}, store holds {matrix.shape[1]}")
-        scores = matrix @ query
-        found += [ScoredId(r[0], float(x)) for r, x in zip(rows, scores, strict=True)]
-        found = sorted(found, key=lambda h: -h.score)[:limit]
-    return found
+        if matrix.shape[1] != queries.shape[1]:
+            raise InvalidInput(f"vector: dimension {queries.shape[1]}, store holds {matrix.shape[1]}")
+        scores = matrix @ queries.T  # (m, p)
+        top = min(limit, len(rows))
+        for j, kept in enumerate(best):
+            column = scores[:, j]
+            floor = np.partition(column, len(rows) - top)[len(rows) - top] if top > 0 else np.inf
+            picks = np.flatnonzero(column >= floor)  # ties at the floor all kept: write order decides
+            kept += [(float(column[i]), seen + int(i), rows[int(i)][0]) for i in picks]
+            kept.sort(key=lambda h: (-h[0], h[1]))
+            del kept[limit:]
+        seen += len(rows)
+    return [[ScoredId(i, score) for score, _, i in kept] for kept in best]
