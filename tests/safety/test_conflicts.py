@@ -116,6 +116,25 @@ def test_resolve_conflict_keeps_new_audited_and_refuses_untrusted_or_bad_input()
         m.resolve_conflict(conflict.id, namespace=NS, keep="old")
 
 
+def test_the_to_confirm_section_keeps_to_its_share_of_the_budget_newest_first() -> None:
+    from retain.safety.context import CONFIRM_SHARE
+
+    m = mem()
+    claims = []
+    for i, thing in enumerate(("budget", "head count", "word limit", "deadline", "room size", "fee")):
+        m.add(f"Hard rule: the {thing} is {5000 + i} units, never more.", namespace=NS, type="hard_constraint")
+        claims.append(m.add(f"sync: the {thing} is now {9000 + i} units.", namespace=NS, role="tool", actor="tool"))
+    conflicts = m.conflicts(NS)
+    assert len(conflicts) >= len(claims)
+    ctx = m.context("limits", namespace=NS, budget_tokens=300)
+    section = [line for line in ctx.text.splitlines() if line.startswith("- Which holds now")]
+    left = [x.record_id for x in ctx.provenance.left_out if x.detail.startswith("to confirm")]
+    assert 1 <= len(section) < len(conflicts) and len(section) + len(left) == len(conflicts)
+    assert sum(m.encoder.count_tokens(section)) <= 300 * CONFIRM_SHARE
+    newest = conflicts[-1]
+    assert newest.new.content in section[0] and newest.old.content in section[0] and conflicts[0].new.id in left
+
+
 def test_context_lists_open_conflicts_to_confirm_and_no_superseded_record() -> None:
     m = mem()
     budget_rule(m)

@@ -21,6 +21,8 @@ from retain.text.values import canonical_values
         ("home by: 2026-08-18", "zurück am 18. August"),
         ("llegada: 2026-08-18", "el 18 de agosto"),
         ("出发: 2026-08-18", "8月18日出发"),
+        ("window: 2026-03-17", "Wartungsfenster ist Dienstag, 17.03., 22:00-02:00."),
+        ("date: 2026-12-01", "le 01.12.26 à 10h30"),
         ('no departure before: "07:00"', "no flights leaving before 7am"),
         ("visits: weekdays after 15:00", "only after 3pm on weekdays"),
         ("dinner: 19:30", "table at 7:30 p.m."),
@@ -45,6 +47,8 @@ def test_one_value_written_two_ways_gives_the_same_tokens(a: str, b: str) -> Non
         ("12am is midnight, 12pm is noon", {"t:0", "t:720"}),
         ("4,800 and 1,000,000 and 0.50", {"n:4800", "n:1000000", "n:0.5"}),
         ("May 5", {"d:5-5"}),
+        ("Dienstag, 17.03., 22:00", {"d:3-17", "t:1320"}),  # a day-first date, not the amount 17.03
+        ("am 17.03.2026 und 17.03 EUR", {"d:3-17", "n:17.03"}),
     ],
 )
 def test_tokens_are_the_documented_ones(text: str, expected: set[str]) -> None:

@@ -51,10 +51,10 @@ def mcp_cmd(
         str,
         typer.Option(
             "--conflict-model",
-            help="'rules' (default), 'auto' (the learned conflict model for MiniLM vectors, else the rules) "
-            "or 'shipped' (the learned model for any encoder).",
+            help="'auto' (default: the learned conflict model for MiniLM vectors, else the rules), 'rules' "
+            "(the rules alone) or 'shipped' (the learned model for any encoder).",
         ),
-    ] = "rules",
+    ] = "auto",
 ) -> None:
     """Serve the store to MCP clients: tools remember, recall, context, forget, explain and conflicts.
 

@@ -46,6 +46,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from retain.ingest.conflict_cues import is_question
 from retain.ingest.conflict_features import (
     FEATURES,
     TextReading,
@@ -54,7 +55,13 @@ from retain.ingest.conflict_features import (
     pool_rows,
     read_text,
 )
-from retain.ingest.conflict_guards import evidence_of_change
+from retain.ingest.conflict_guards import (
+    TRUSTED_ROLES,
+    another_quantity,
+    asks_without_value,
+    evidence_of_change,
+    same_slot,
+)
 from retain.ingest.conflict_model import ConflictModel
 from retain.ingest.signals import (
     adopted,
@@ -231,7 +238,7 @@ def _read_new(
             cues = ()
     return _NewRecord(
         cues=cues,
-        can_update=new.role not in policy.passive_roles and not text.rstrip().endswith(("?", "？")),
+        can_update=new.role not in policy.passive_roles and not is_question(text),
         reflective=reflective,
         terms=subject_terms(text),
         cue_terms=cue_terms,
@@ -309,10 +316,11 @@ def decide_all(
     statement of its slot, the agent's recaps included) and the open conflicts, strongest first.
 
     Asymmetric caution for a hard constraint: it is updated only at ``model.hard_threshold`` or above,
-    by a same-slot change (a value of one kind replaced, or an aligned value change), from a new
-    record that is neither hedged nor a question nor a hard constraint of the same call (``batch``:
-    ids of the records added with ``new``); anything less that reaches ``model.conflict_threshold``,
-    or states another value in its slot, is a :attr:`Relation.CONFLICT` (both stay current). A
+    by a same-slot change (:func:`~retain.ingest.conflict_guards.same_slot`), from a new record of a
+    trusted role (user, system) that is neither hedged nor a question nor a hard constraint of the same
+    call (``batch``: ids of the records added with ``new``); anything less that reaches
+    ``model.conflict_threshold``, or states another value in its slot, is a :attr:`Relation.CONFLICT`
+    (both stay current). A hedged or asking text without a value updates nothing and opens nothing. A
     paraphrase candidate (the rules of :func:`decide`) means no update. A ``judge`` veto turns an
     update of a hard constraint into a conflict and drops any other; a judge that raises leaves the
     decision as it is. Pure apart from the judge."""
@@ -348,7 +356,7 @@ def decide_all(
     probability = model.probability(rows)
     out: list[ConflictDecision] = []
     for (old, cos), p, row in zip(live, probability, rows, strict=True):
-        if not evidence_of_change(row):
+        if not evidence_of_change(row) or another_quantity(reading, read_text(old.content), row):
             continue
         relation = _learned_relation(new, reading, old, float(p), row, model, batch)
         if relation is None:
@@ -430,16 +438,25 @@ def _learned_relation(
     model: ConflictModel,
     batch: Collection[str],
 ) -> Relation | None:
-    """Update, conflict or nothing for one candidate of :func:`decide_all` at calibrated probability ``p``."""
+    """Update, conflict or nothing for one candidate of :func:`decide_all` at calibrated probability ``p``.
+
+    A hedged or asking text without a value (:func:`asks_without_value`) is nothing. A record that is
+    not a hard constraint is updated at ``model.threshold``. A hard constraint is updated only when the
+    pair is the same slot (:func:`same_slot`), the new record's role is trusted (:data:`TRUSTED_ROLES`),
+    it is neither hedged nor a question nor a hard constraint of the same call, and ``p`` reaches
+    ``model.hard_threshold``; anything less at ``model.conflict_threshold``, or stating another value of
+    the slot, is an open conflict."""
+    if asks_without_value(reading):
+        return None
     if old.type is not MemoryType.HARD_CONSTRAINT:
         return Relation.UPDATE if p >= model.threshold else None
     if reading.hedged or reading.question:
         return None
-    same_slot = any(row[_COL[c]] > 0 for c in ("aligned", "date_change", "time_change", "amount_change"))
+    slot = same_slot(row)
     both_new = old.id in batch and new.type is MemoryType.HARD_CONSTRAINT
-    if p >= model.hard_threshold and same_slot and not both_new:
+    if p >= model.hard_threshold and slot and new.role in TRUSTED_ROLES and not both_new:
         return Relation.UPDATE
-    value_claim = same_slot and row[_COL["overlap"]] >= _SLOT_OVERLAP
+    value_claim = slot and row[_COL["overlap"]] >= _SLOT_OVERLAP
     if p >= model.conflict_threshold or value_claim:
         return Relation.CONFLICT
     return None

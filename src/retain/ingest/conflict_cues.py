@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CUE_PATTERNS", "cue_flags", "is_recap", "is_short_choice"]
+__all__ = ["CUE_PATTERNS", "cue_flags", "is_question", "is_recap", "is_short_choice"]
 
 _SELF = (
     r"\b(?:i was wrong|i'm wrong|i am wrong|my (?:bad|mistake)|i misspoke|mixed (?:it|them) up|scratch that|wrong box"
@@ -100,3 +100,17 @@ def is_short_choice(text: str) -> bool:
     """True when ``text`` is a short statement picking one option ("Let's go with Arredo Emilia.",
     "就定华东包装吧。"), at most 80 characters."""
     return len(text) <= 80 and _CHOICE_RE.search(text.strip()) is not None
+
+
+_QUESTION_MARKS = ("?", "？")
+_ELLIPSIS = ("...", "…", "。。。")
+
+
+def is_question(text: str) -> bool:
+    """True when ``text`` asks rather than states: it ends with a question mark, or it asks something
+    and trails off ("do we even need the residency language? EU customers are like 3%...": a question
+    mark before a closing ellipsis). A question never retires a hard constraint."""
+    stripped = text.rstrip()
+    if stripped.endswith(_QUESTION_MARKS):
+        return True
+    return stripped.endswith(_ELLIPSIS) and any(mark in stripped for mark in _QUESTION_MARKS)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from retain.ingest.conflict_cues import CUE_PATTERNS, cue_flags, is_recap, is_short_choice
+from retain.ingest.conflict_cues import CUE_PATTERNS, cue_flags, is_question, is_recap, is_short_choice
 from retain.ingest.signals import (
     aligned_change,
     names_retracted,
@@ -94,7 +94,6 @@ _CACHE = re.compile(
 _RECAP = re.compile(
     r"^\s*(?:recap|summary|so far|summary so far|小结|总结|汇总|まとめ|zusammenfassung|résumé|resumen)", re.I
 )
-_QUESTION_END = ("?", "？")
 # A word naming a numbered thing ("turn 5", "Note number 0:", "room 12."): not a subject word.
 _NUMBER_WORDS = frozenset({"numbe"})
 _LABEL = re.compile(r"([^\W\d_]+)\s+(?:(?:number|no\.?|nr\.?)\s+|#)?\d+\b(?![.,]?\d|\s*[%€$£]|\s*[^\W\d_])", re.I)
@@ -141,7 +140,7 @@ def read_text(text: str) -> TextReading:
         entities=extract_entities(text),
         update_words=len(_UPDATE.findall(text)),
         hedged=_HEDGE.search(text) is not None,
-        question=text.rstrip().endswith(_QUESTION_END),
+        question=is_question(text),
         authoritative=_AUTHORITY.search(text) is not None,
         cached=_CACHE.search(text) is not None,
         recap=_RECAP.search(text) is not None or is_recap(text),

@@ -345,20 +345,35 @@ CHATTER_LOOKBACK = 4
 
 
 def _to_confirm(core: Core, namespace: str, filled: Filling) -> None:
-    """The "To confirm" section (:func:`retain.safety.conflicts.to_confirm_lines`: each open conflict
-    with a clarifying question, secrets scrubbed) right after the hard constraints, when it fits;
-    else each conflict is reported left out for the budget (its records may still be packed)."""
-    conflicts = list_conflicts(core.store, namespace)
+    """The "To confirm" section (:func:`retain.safety.conflicts.to_confirm_lines`: open conflicts, each
+    with a clarifying question, secrets scrubbed) right after the hard constraints, newest conflict
+    first, within :data:`CONFIRM_SHARE` of the budget (and what is left of it); each conflict that does
+    not fit is reported left out for the budget (its records may still be packed)."""
+    conflicts = list_conflicts(core.store, namespace)[::-1]
+    if not conflicts:
+        return
     lines = [scrub(line) for line in to_confirm_lines(conflicts)]
-    if not lines:
-        return
-    need = sum(core.encoder.count_tokens(lines))
-    if filled.used + need > filled.budget:
-        detail = f"to confirm: needs {need} tokens, {filled.budget - filled.used} left"
-        filled.left += [LeftOut(c.new.id, "budget", None, None, 0, detail) for c in conflicts]
-        return
-    filled.used += need
-    filled.lines += lines
+    counts = core.encoder.count_tokens(lines)
+    room = min(filled.budget - filled.used, int(filled.budget * CONFIRM_SHARE))
+    need = counts[0]  # the heading
+    taken = 0
+    for count in counts[1:]:
+        if need + count > room:
+            break
+        need += count
+        taken += 1
+    for c in conflicts[taken:]:
+        detail = f"to confirm: over the section's {CONFIRM_SHARE:.0%} of the budget"
+        filled.left.append(LeftOut(c.new.id, "budget", None, None, 0, detail))
+    if taken:
+        filled.used += need
+        filled.lines += lines[: taken + 1]
+
+
+CONFIRM_SHARE = 0.2
+"""Largest share of ``budget_tokens`` the "To confirm" section may take: open conflicts come second in
+the context, and without a cap a namespace with many of them crowds out the records the agent needs
+(chosen on ``scenarios/dev``, docs/benchmarks.md)."""
 
 
 def _candidates(

@@ -6,7 +6,8 @@ the ways people and programs write them:
 * dates -> ``"d:M-D"`` (month, day; the year is dropped so "Aug 18" matches "2026-08-18"): ISO dates
   (``2026-08-08``, a range's tail ``..08-17`` or ``..17``), an English, German, French or Spanish month
   name (or abbreviation) before or after the day (``Aug 8``, ``8th of August``, ``8. August``, ``8 de
-  agosto``), day ranges ``Aug 8-17`` / ``8-17 Aug``, and CJK ``8月8日``;
+  agosto``), day ranges ``Aug 8-17`` / ``8-17 Aug``, CJK ``8月8日``, and day-first numeric dates with a
+  two-digit month and a closing dot or year (``17.03.``, ``17.03.2026``; ``17.03 EUR`` stays an amount);
 * clock times -> ``"t:MINUTES"`` after midnight: ``07:00``, ``7am``, ``7:30 p.m.``, ``19h30``,
   ``19h``, ``noon``, ``midnight``, CJK ``下午3点``;
 * amounts -> ``"n:DIGITS"`` in a canonical decimal form: ``4,800`` / ``4800`` / ``4.8k`` -> ``n:4800``,
@@ -66,6 +67,9 @@ _DATES = re.compile(
             rf"(?<![\d:.])(?:(?P<dd0>{_DAY}){_ORD}{_TO})?(?P<dd>{_DAY}){_ORD}\s*(?:of\s+|de\s+)?(?P<dn>{_MONTH})\b",
             # CJK: 8月8日 / 8月8号
             r"(?P<cm>0?[1-9]|1[0-2])\s*月\s*(?P<cd>[12]\d|3[01]|0?[1-9])\s*[日号]",
+            # day-first numeric (German, French, ...): 17.03., 17.03.2026, 1.12.26; a two-digit month and
+            # a closing dot or year, so "17.03 EUR" and "version 1.2" stay numbers
+            rf"(?<![\d.,:])(?P<ed>{_DAY})\.(?P<em>0[1-9]|1[0-2])\.(?:\d{{4}}|\d{{2}})?(?![\d.,:]?\d)",
         ]
     ),
     re.IGNORECASE,
@@ -109,6 +113,8 @@ def _dates(match: re.Match[str]) -> list[str]:
     if g["dn"]:
         month = _MONTH_NAMES[g["dn"].lower()]
         return [_date(month, g["dd"])] + ([_date(month, g["dd0"])] if g["dd0"] else [])
+    if g["ed"]:
+        return [_date(g["em"], g["ed"])]
     return [_date(g["cm"], g["cd"])]
 
 
