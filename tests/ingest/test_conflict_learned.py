@@ -77,11 +77,10 @@ def test_pool_rows_rank_each_candidate_against_its_pool() -> None:
     assert gap == pytest.approx([0.7, 0.0, 0.4])
 
 
-def test_the_shipped_model_fits_minilm_only_and_is_the_default() -> None:
+def test_the_shipped_model_fits_minilm_only_and_the_rules_are_the_default() -> None:
     model = default_conflict_model()
-    assert MemoryConfig().conflict_model == "auto"
-    assert MemoryConfig().resolved_conflict_model("all-MiniLM-L6-v2") is model
-    assert MemoryConfig(conflict_model=None).resolved_conflict_model("all-MiniLM-L6-v2") is None
+    assert MemoryConfig().conflict_model is None
+    assert MemoryConfig().resolved_conflict_model("all-MiniLM-L6-v2") is None
     auto = MemoryConfig(conflict_model="auto")
     assert auto.resolved_conflict_model("all-MiniLM-L6-v2") is model
     assert auto.resolved_conflict_model("hashing-64") is None

@@ -51,10 +51,10 @@ def mcp_cmd(
         str,
         typer.Option(
             "--conflict-model",
-            help="'auto' (default: the learned conflict model for MiniLM vectors, else the rules), 'rules' "
-            "(the rules alone) or 'shipped' (the learned model for any encoder).",
+            help="'rules' (default), 'auto' (the learned conflict model for MiniLM vectors, else the rules) "
+            "or 'shipped' (the learned model for any encoder).",
         ),
-    ] = "auto",
+    ] = "rules",
 ) -> None:
     """Serve the store to MCP clients: tools remember, recall, context, forget, explain and conflicts.
 

@@ -85,10 +85,10 @@ def serve_command(
         str,
         typer.Option(
             "--conflict-model",
-            help="'auto' (default: the learned conflict model for MiniLM vectors, else the rules), 'rules' "
-            "(the rules alone) or 'shipped' (the learned model for any encoder).",
+            help="'rules' (default), 'auto' (the learned conflict model for MiniLM vectors, else the rules) "
+            "or 'shipped' (the learned model for any encoder).",
         ),
-    ] = "auto",
+    ] = "rules",
     inline: Annotated[
         bool,
         typer.Option("--inline/--threaded", help="Memory calls on the event loop, or a worker thread."),
@@ -160,7 +160,7 @@ def _open(
     if conflict_model not in ("auto", "rules", "shipped"):
         fail_plain(f"--conflict-model: 'auto', 'rules' or 'shipped', got {conflict_model!r}")
     memory = open_memory(db, encoder, create=True)
-    if budget is None and not trusted_actor and conflict_model == "auto":  # the default config
+    if budget is None and not trusted_actor and conflict_model == "rules":  # the default config
         return memory
     path, chosen = memory.store.location, memory.encoder
     memory.close()
