@@ -84,8 +84,10 @@ def test_postgres_ranks_and_scores_every_query_as_sqlite_does(tmp_path: Path) ->
     pg.close()
 
 
-def test_the_large_namespace_plan_ranks_rare_terms_and_keeps_to_its_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("retain.store.sqlite_lexical.COMMON_FLOOR", 0)  # prune at this small size
+def _zebras(monkeypatch: pytest.MonkeyPatch) -> tuple[PostgresStore, list[MemoryRecord]]:
+    """A namespace "big" past a lowered HNSW threshold: 350 records holding "common", one in 100 "zebra"
+    (the common-term floor lowered so the large-namespace plan prunes at this size)."""
+    monkeypatch.setattr("retain.store.sqlite_lexical.COMMON_FLOOR", 0)
     monkeypatch.setattr("retain.store.postgres.ANN_MIN_RECORDS", 300)
     store = _postgres()
     base = _records("big")[0]
@@ -93,6 +95,12 @@ def test_the_large_namespace_plan_ranks_rare_terms_and_keeps_to_its_namespace(mo
         replace(base, id=new_id(), content=f"common words {'zebra' if i % 100 == 0 else 'plain'}") for i in range(350)
     ]
     store.put(recs)
+    return store, recs
+
+
+def test_the_large_namespace_plan_ranks_rare_terms_and_keeps_to_its_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    store, recs = _zebras(monkeypatch)
+    base = recs[0]
     store.put([MemoryRecord(id=new_id(), namespace="small", content="common zebra", embedding=base.embedding)])
     zebras = {r.id for i, r in enumerate(recs) if i % 100 == 0}
     hits = store.search_lexical("big", ["common", "zebra"], limit=len(zebras))
@@ -107,14 +115,8 @@ def test_the_large_namespace_plan_ranks_rare_terms_and_keeps_to_its_namespace(mo
 
 
 def test_the_plan_follows_term_counts_changed_by_another_connection(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("retain.store.sqlite_lexical.COMMON_FLOOR", 0)
-    monkeypatch.setattr("retain.store.postgres.ANN_MIN_RECORDS", 300)
-    store = _postgres()
-    base = _records("big")[0]
-    recs = [
-        replace(base, id=new_id(), content=f"common words {'zebra' if i % 100 == 0 else 'plain'}") for i in range(350)
-    ]
-    store.put(recs)
+    store, recs = _zebras(monkeypatch)
+    base = recs[0]
     assert len(store.search_lexical("big", ["common", "zebra"], limit=1000)) == 4  # zebra is rare: it decides
     other = PostgresStore(postgres_url(), schema=store._schema)
     other.setup()
