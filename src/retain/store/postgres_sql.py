@@ -16,17 +16,15 @@ one ranking on both backends.
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from retain.record import MemoryRecord
 from retain.store.filters import RecordFilter
+from retain.store.fts5_tokens import fts5_tokens
 from retain.store.ops import FindByHash
 from retain.store.sqlite_rows import COLUMNS, record_values, row_to_record, to_us
 from retain.store.where import EXPIRES_AT_KEY, MetadataCondition, expiry_text
@@ -295,76 +293,17 @@ def same_content(op: FindByHash) -> tuple[str, list[Any]]:
     return where, params
 
 
-_TOKENIZER = "porter unicode61 remove_diacritics 2"
-"""FTS5's tokenizer of the SQLite store's ``records_fts`` (:mod:`retain.store.sqlite_schema`)."""
-_MEMO_LIMIT = 200_000
-
-
-class _Fts5Tokens:
-    """Each distinct word's tokens as SQLite's FTS5 tokenizer makes them (an in-memory SQLite database
-    with a contentless FTS5 table and its ``fts5vocab`` instance view), memoised: the tokenizer itself,
-    not a re-implementation, so both backends index and query the very same terms (Porter stemmers
-    differ: FTS5's follows Porter's C release, "psychology" -> "psycholog", snowball's the paper)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._memo: dict[str, tuple[str, ...]] = {}
-        self._conn = sqlite3.connect(":memory:", check_same_thread=False)
-        self._conn.execute(f"CREATE VIRTUAL TABLE words USING fts5 (w, content = '', tokenize = '{_TOKENIZER}')")
-        self._conn.execute("CREATE VIRTUAL TABLE tokens USING fts5vocab(words, 'instance')")
-
-    def terms(self, words: Sequence[str]) -> list[str]:
-        """The tokens of ``words`` in order (a word may give none, or several)."""
-        todo = [w for w in dict.fromkeys(words) if w not in self._memo]
-        if todo:
-            with self._lock:
-                self._tokenize(todo)
-        memo, out = self._memo, list[str]()
-        for word in words:
-            out.extend(memo[word])
-        return out
-
-    def _tokenize(self, words: list[str]) -> None:
-        """Tokenize ``words`` into the memo. ASCII letters and digits are token characters to every
-        ``unicode61``, so an ASCII alphanumeric word is exactly one token: those go in as one document
-        (token i is word i; one FTS5 row instead of one per word); any other word is a document of its
-        own (it may give no token or several)."""
-        plain = [w for w in words if w.isascii() and w.isalnum()]
-        other = [w for w in words if not (w.isascii() and w.isalnum())]
-        conn, found = self._conn, dict[str, tuple[str, ...]]()
-        with conn:
-            conn.execute("INSERT INTO words (words) VALUES ('delete-all')")
-            rows = [(0, " ".join(plain))] if plain else []
-            conn.executemany("INSERT INTO words (rowid, w) VALUES (?, ?)", rows + list(enumerate(other, start=1)))
-            by_doc: dict[int, list[tuple[int, str]]] = {}
-            for term, doc, offset in conn.execute("SELECT term, doc, offset FROM tokens"):
-                by_doc.setdefault(int(doc), []).append((int(offset), str(term)))
-        tokens = [t for _, t in sorted(by_doc.pop(0, []))]
-        if len(tokens) != len(plain):  # pragma: no cover - an ASCII alphanumeric word is one token
-            raise AssertionError(f"FTS5 made {len(tokens)} tokens of {len(plain)} ASCII words")
-        found.update((w, (t,)) for w, t in zip(plain, tokens, strict=True))
-        found.update((w, tuple(t for _, t in sorted(by_doc.get(i, ())))) for i, w in enumerate(other, start=1))
-        memo = {} if len(self._memo) + len(words) > _MEMO_LIMIT else self._memo
-        memo.update(found)
-        self._memo = memo
-
-
-@lru_cache(maxsize=1)
-def _tokens() -> _Fts5Tokens:
-    return _Fts5Tokens()
-
-
 def lex_terms(terms: Sequence[str]) -> list[str]:
     """Index or query terms as FTS5's ``porter unicode61 remove_diacritics 2`` stores them (the SQLite
     store's tokenizer, run here on each term): lower case, diacritics removed, Porter-stemmed; empty
     terms dropped."""
-    return _tokens().terms([t for t in terms if t])
+    return fts5_tokens().terms([t for t in terms if t])
 
 
 def lex_terms_many(texts: Sequence[Sequence[str]]) -> list[list[str]]:
     """:func:`lex_terms` of each of ``texts`` (lists of terms), the new words of all of them tokenized
     in one pass (a write batch's records)."""
-    tokens = _tokens()
+    tokens = fts5_tokens()
     tokens.terms([t for terms in texts for t in terms if t])
     return [tokens.terms([t for t in terms if t]) for terms in texts]
 

@@ -18,6 +18,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from retain.store.filters import RecordFilter
+from retain.store.fts5_tokens import fts5_tokens
 from retain.store.ops import LexicalSearch, ScoredId
 from retain.store.sqlite_rows import filter_sql
 
@@ -25,8 +26,6 @@ __all__ = ["LexicalMemo", "lexical_search"]
 
 _FIRST_DEPTH = 200
 _MAX_DEPTH = 200_000
-_TOKENIZER = "'porter unicode61 remove_diacritics 2'"
-"""The tokenizer of ``records_fts`` (retain.store.sqlite_schema)."""
 COMMON_SHARE = 0.02
 """Share of all indexed records above which a query term is left out of the large-namespace plan."""
 COMMON_FLOOR = 1_000
@@ -37,52 +36,28 @@ COMMON_FLOOR = 1_000
 class LexicalMemo:
     """What the large-namespace plan looks up per query term, kept between searches of one connection.
 
-    ``stems``: each query term's FTS5 stems (the tokenizer is fixed, so they never go stale; at most
-    :data:`_MEMO_LIMIT` terms, then emptied). ``df``: each stem's document count in ``records_fts`` and
-    ``total`` the records' largest rowid; both are read afresh after any write or another connection's
-    commit (the store calls :meth:`clear`), so a search decides on the same counts as an uncached one.
-    Reading a stem's count walks its whole posting list (``fts5vocab``): for a term in a fifth of the
-    records that was the one per-query cost growing with the index's size."""
+    ``df``: the document count in ``records_fts`` of each query term's FTS5 stems
+    (:mod:`retain.store.fts5_tokens`), and ``total`` the records' largest rowid; both are read afresh
+    after any write or another connection's commit (the store calls :meth:`clear`), so a search
+    decides on the same counts as an uncached one. Reading a stem's count walks its whole posting list
+    (``fts5vocab``): for a term in a fifth of the records that was the one per-query cost growing with
+    the index's size."""
 
-    stems: dict[str, tuple[str, ...]] = field(default_factory=dict)
     df: dict[str, int] = field(default_factory=dict)
     total: int | None = None
 
     def clear(self) -> None:
-        """Forget the counts (the index changed); the stems stay."""
+        """Forget the counts (the index changed)."""
         self.df.clear()
         self.total = None
 
 
-_MEMO_LIMIT = 50_000
-
-
-def _stems(conn: sqlite3.Connection, terms: list[str], memo: LexicalMemo) -> list[tuple[str, ...]]:
-    """Each of ``terms`` stemmed by FTS5's own tokenizer (a scratch table in the connection's temp
-    schema), those not in ``memo`` in one pass."""
-    todo = [t for t in dict.fromkeys(terms) if t not in memo.stems]
-    if todo:
-        conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5 (lex, tokenize = {_TOKENIZER})")
-        conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_stems USING fts5vocab(temp, query_tokens, 'instance')"
-        )
-        conn.execute("DELETE FROM temp.query_tokens")
-        conn.executemany("INSERT INTO temp.query_tokens (rowid, lex) VALUES (?, ?)", list(enumerate(todo)))
-        found: dict[int, list[str]] = {}
-        for term, doc in conn.execute("SELECT term, doc FROM temp.query_stems"):
-            found.setdefault(int(doc), []).append(str(term))
-        if len(memo.stems) + len(todo) > _MEMO_LIMIT:
-            memo.stems.clear()
-        memo.stems.update((t, tuple(found.get(i, ()))) for i, t in enumerate(todo))
-    return [memo.stems[t] for t in terms]
-
-
 def _selective(conn: sqlite3.Connection, terms: list[str], memo: LexicalMemo | None = None) -> list[str]:
     """``terms`` without those in more than :data:`COMMON_SHARE` of the indexed records (all of them
-    when none is rarer). Each term's stems (:func:`_stems`) are looked up in the index's vocabulary
-    (``fts5vocab``); ``memo`` keeps stems and counts between calls (:class:`LexicalMemo`)."""
+    when none is rarer). Each term's stems (FTS5's tokenizer, :mod:`retain.store.fts5_tokens`) are looked
+    up in the index's vocabulary (``fts5vocab``); ``memo`` keeps the counts between calls (:class:`LexicalMemo`)."""
     memo = LexicalMemo() if memo is None else memo
-    stems = _stems(conn, terms, memo)
+    stems = fts5_tokens().each(terms)
     wanted = sorted({s for group in stems for s in group} - memo.df.keys())
     if wanted:
         conn.execute(
