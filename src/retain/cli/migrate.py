@@ -81,7 +81,7 @@ def _open_target(location: str) -> Store:
     """The set-up store at ``location`` (a new SQLite file is made; its folder must exist)."""
     if not is_url(location) and not Path(location).parent.exists():
         fail_plain(f"no folder {Path(location).parent} for the target store")
-    store = open_location(location)
+    store = open_location(location, bulk=True)  # the copy first, the HNSW index after (migrate)
     try:
         store.setup()
     except BaseException:

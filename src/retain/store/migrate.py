@@ -117,7 +117,17 @@ def migrate(
     todo = entries[done:]
     for i in range(0, len(todo), chunk):
         target.batch([_append(e, key, rekey) for e in todo[i : i + chunk]])
+    _build_indexes(target, namespaces)
     return MigrationReport(records, edges, len(provenance), len(todo), verbatim)
+
+
+def _build_indexes(target: Store, namespaces: Sequence[str]) -> None:
+    """The target's ANN index built once after the copy (a Postgres target opened for a bulk load
+    builds none on write; a SQLite target starts its large namespaces' graphs)."""
+    build = getattr(target, "build_index", None)
+    if build is not None:
+        for ns in namespaces:
+            build(ns)
 
 
 def check_chain(entries: Sequence[Mapping[str, Any]], key: bytes | None, which: str) -> None:

@@ -31,6 +31,7 @@ import numpy as np
 import retain.store.ops as store_ops
 import retain.store.postgres_audit as audit
 import retain.store.postgres_browse as browse
+import retain.store.postgres_index as hnsw
 from retain.errors import (
     InvalidInput,
     SchemaError,
@@ -99,6 +100,11 @@ class PostgresStore(Store):
             connection's current schema (``public``, or the URL's ``options=-csearch_path=...``).
             Several independent stores can share one database under different schemas.
         connect_timeout: seconds to wait for the server when connecting.
+        index_on_write: build the HNSW index inside the write that brings a namespace to
+            :data:`ANN_MIN_RECORDS` records (default). ``False`` for a bulk load: no write builds it
+            (pgvector's advice: load first, index after); call :meth:`build_index` when the load is
+            done. Until then large namespaces are searched exactly (right, but slower). An index
+            that already exists is updated by every insert either way.
 
     Call :meth:`setup` once before use (``retain.Memory`` does it for you).
 
@@ -115,7 +121,9 @@ class PostgresStore(Store):
     supports_ann = True
     supports_raw_audit = True
 
-    def __init__(self, url: str, *, schema: str | None = None, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, schema: str | None = None, connect_timeout: float = 10.0, index_on_write: bool = True
+    ) -> None:
         if not isinstance(url, str) or urlsplit(url).scheme not in ("postgresql", "postgres"):
             raise InvalidInput(f"url: expected a postgresql:// URL, got {redact_url(str(url))!r}")
         if schema is not None and (not isinstance(schema, str) or not schema.isidentifier() or not schema.isascii()):
@@ -123,6 +131,7 @@ class PostgresStore(Store):
         self._url = url
         self._schema = schema
         self._timeout = connect_timeout
+        self._index_on_write = bool(index_on_write)
         self._lock = threading.RLock()
         self._ready = False
         self._conn = self._connect()
@@ -200,6 +209,26 @@ class PostgresStore(Store):
                 raise StoreUnavailable(f"Postgres ({_describe(self._url)}): {exc}") from exc
             self._register(self._conn)
             self._ready = True
+
+    def build_index(self, namespace: str | None = None) -> list[int]:
+        """Build the HNSW index of every embedding dimension not indexed yet when some namespace holds
+        at least :data:`ANN_MIN_RECORDS` records (after a load with ``index_on_write=False``), with the
+        ``maintenance_work_mem`` the graph needs; returns the dimensions indexed (``[]``: nothing to
+        do). Blocks until built; readers go on, writers wait. ``namespace`` is accepted for the SQLite
+        store's signature: the index is the table's, shared by every namespace.
+
+        Raises:
+            StoreUnavailable: the connection broke.
+        """
+        del namespace
+        return list(
+            self._transact(lambda cur: hnsw.build(cur) if hnsw.large(cur, ANN_MIN_RECORDS) else [], writes=True)
+        )
+
+    def wait_for_index(self, timeout: float | None = None) -> None:
+        """Return at once: :meth:`build_index` blocks until the index is built (the SQLite store's
+        counterpart builds in the background)."""
+        del timeout
 
     def get_meta(self, key: str) -> str | None:
         rows = self._transact(lambda cur: cur.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone())
@@ -308,7 +337,8 @@ class PostgresStore(Store):
             assign = ", ".join(f"{c.strip()} = %s" for c in COLUMNS.split(",")) + ", vdim = %s, lex = %s, lex_len = %s"
             cur.executemany(f"UPDATE records SET {assign} WHERE id = %s", [(*v, i) for i, v in updates.items()])
         _apply_stats(cur, df, sum(namespaces.values()), tokens, namespaces)
-        self._index_large(cur, list(namespaces))
+        if self._index_on_write:
+            hnsw.index_large(cur, list(namespaces), ANN_MIN_RECORDS)
 
     @staticmethod
     def _check_dims(cur: Any, dims: set[int]) -> None:
@@ -316,22 +346,6 @@ class PostgresStore(Store):
             if not 0 < dim <= 2000:
                 raise InvalidInput(f"embedding: {dim} dimensions; the Postgres backend indexes 1 to 2000")
             cur.execute("INSERT INTO vec_dims (vdim) VALUES (%s) ON CONFLICT (vdim) DO NOTHING", (dim,))
-
-    @staticmethod
-    def _index_large(cur: Any, namespaces: list[str]) -> None:
-        """Build the HNSW index of every dimension not indexed yet once a namespace written reaches
-        :data:`ANN_MIN_RECORDS` records (small stores never pay for the index on each insert)."""
-        if not namespaces:
-            return
-        row = cur.execute("SELECT max(records) FROM ns_stats WHERE namespace = ANY(%s)", (namespaces,)).fetchone()
-        if row is None or row[0] is None or int(row[0]) < ANN_MIN_RECORDS:
-            return
-        for (dim,) in cur.execute("SELECT vdim FROM vec_dims WHERE NOT indexed").fetchall():
-            cur.execute(
-                f"CREATE INDEX IF NOT EXISTS records_vec_{int(dim)} ON records "
-                f"USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops) WHERE vdim = {int(dim)}"
-            )
-            cur.execute("UPDATE vec_dims SET indexed = true WHERE vdim = %s", (dim,))
 
     def _get(self, cur: Any, op: store_ops.GetRecords) -> list[MemoryRecord]:
         return self._fetch(cur, op.namespace, op.ids)

@@ -1,0 +1,63 @@
+"""The HNSW indexes of the Postgres backend: when they are built, and with how much memory.
+
+One pgvector HNSW index per embedding dimension (``vector_cosine_ops`` over ``embedding::vector(d)``,
+partial on ``vdim = d``), built once the first namespace holds ``threshold`` records (the store's
+``ANN_MIN_RECORDS``). Once it exists every insert updates it, one vector at a time, so a bulk load
+is faster without it: pgvector's own advice is to load the rows first and build the index after,
+which builds the graph in memory (when ``maintenance_work_mem`` holds it) with parallel workers.
+:func:`build` is that build; :func:`index_large` the automatic one inside a write. The figures are
+in docs/benchmarks.md ("Postgres bulk load").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["build", "index_large", "large", "memory_mb"]
+
+_GRAPH_BYTES = 300
+"""Bytes of graph (neighbour lists, element header) pgvector keeps per vector beside the vector itself
+at the default ``m = 16``."""
+_MAX_MEMORY_MB = 8_192
+
+
+def memory_mb(rows: int, dim: int) -> int:
+    """``maintenance_work_mem`` (MB) that holds an HNSW graph of ``rows`` vectors of ``dim`` float32s,
+    with a fifth to spare; at least 64 (the server's default), at most 8,192."""
+    need = rows * (4 * dim + _GRAPH_BYTES) * 1.2 / 2**20
+    return int(min(_MAX_MEMORY_MB, max(64, need)))
+
+
+def large(cur: Any, threshold: int) -> bool:
+    """True when some namespace holds at least ``threshold`` records."""
+    row = cur.execute("SELECT max(records) FROM ns_stats").fetchone()
+    return row is not None and row[0] is not None and int(row[0]) >= threshold
+
+
+def index_large(cur: Any, namespaces: list[str], threshold: int) -> None:
+    """Build the HNSW index of every dimension not indexed yet once a namespace in ``namespaces`` (those
+    just written) holds ``threshold`` records (small stores never pay for the index on
+    each insert). Runs inside the writing transaction."""
+    if not namespaces:
+        return
+    row = cur.execute("SELECT max(records) FROM ns_stats WHERE namespace = ANY(%s)", (namespaces,)).fetchone()
+    if row is None or row[0] is None or int(row[0]) < threshold:
+        return
+    build(cur)
+
+
+def build(cur: Any) -> list[int]:
+    """Build the HNSW index of every dimension not indexed yet, each with the ``maintenance_work_mem``
+    its rows need (``SET LOCAL``: this transaction only); returns the dimensions indexed. The table
+    stays readable meanwhile; writers wait for the build (``CREATE INDEX`` holds a ``SHARE`` lock)."""
+    built = []
+    for (dim,) in cur.execute("SELECT vdim FROM vec_dims WHERE NOT indexed ORDER BY vdim").fetchall():
+        rows = int(cur.execute("SELECT count(*) FROM records WHERE vdim = %s", (dim,)).fetchone()[0])
+        cur.execute(f"SET LOCAL maintenance_work_mem = '{memory_mb(rows, int(dim))}MB'")
+        cur.execute(
+            f"CREATE INDEX IF NOT EXISTS records_vec_{int(dim)} ON records "
+            f"USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops) WHERE vdim = {int(dim)}"
+        )
+        cur.execute("UPDATE vec_dims SET indexed = true WHERE vdim = %s", (dim,))
+        built.append(int(dim))
+    return built
