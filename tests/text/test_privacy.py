@@ -366,3 +366,32 @@ def test_held_out_3_causes_are_found(text: str, secret: str, kind: str) -> None:
 )
 def test_held_out_3_look_alikes_stay(text: str) -> None:
     assert redact(text)[0] == text
+
+
+_PHONE_CASES = [
+    "call +354 1234567 or +49 30 1234",
+    "Berlin office 030 12345, Paris 01 42 68 53 00, London 020 7946 0958",
+    "US (202) 555-0143 ext. 12 and 555-0143",
+    "JP 090-1234-5678, KR 010-1234-5678, IT 347 123 4567, ES 612 345 678",
+    "part 0424-072, date 06/2026, order 123456 and 7654321 in 2026-03-17",
+    "CN 010 1234 5678 or 138 0013 8000; +86 138 0013 8000",
+    "note 123456 about the budget; ref 00123; +1 415 555 2671",
+]
+
+
+@pytest.mark.parametrize("text", _PHONE_CASES)
+def test_skipping_regions_by_digit_count_finds_what_every_region_finds(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-region digit bound (``_least_digits``) only saves matcher runs: the spans found are
+    those of every region's matcher run on every window."""
+    from retain.text import phones
+
+    phones.window_phones.cache_clear()
+    bounded = {(f.start, f.end) for f in phones.find_phones(text)}
+    monkeypatch.setattr(phones, "_least_digits", lambda: dict.fromkeys(phones.PHONE_REGIONS, 0))
+    phones.window_phones.cache_clear()
+    every = {(f.start, f.end) for f in phones.find_phones(text)}
+    phones.window_phones.cache_clear()
+    assert bounded == every
+    assert phones._least_digits()["US"] == 0  # the patch took: the comparison ran unbounded

@@ -20,7 +20,7 @@ _MEMO_LIMIT = 200_000
 class Fts5Tokens:
     """Each distinct word's tokens as SQLite's FTS5 tokenizer makes them (an in-memory SQLite database
     with a contentless FTS5 table and its ``fts5vocab`` instance view), memoised (at most
-    :data:`_MEMO_LIMIT` words, then emptied): the tokenizer itself, not a re-implementation (Porter
+    :data:`_MEMO_LIMIT` words, then begun again): the tokenizer itself, not a re-implementation (Porter
     stemmers differ: FTS5's follows Porter's C release, "psychology" -> "psycholog", snowball's the
     paper). Thread-safe."""
 
@@ -33,19 +33,21 @@ class Fts5Tokens:
 
     def each(self, words: Sequence[str]) -> list[tuple[str, ...]]:
         """The tokens of each of ``words``, in order (a word may give none, or several)."""
-        todo = [w for w in dict.fromkeys(words) if w not in self._memo]
-        if todo:
-            with self._lock:
-                self._tokenize(todo)
-        memo = self._memo
-        return [memo[word] for word in words]
+        memo = self._memo  # entries are never removed from this dict: a full memo is replaced, not emptied
+        todo = [w for w in dict.fromkeys(words) if w not in memo]
+        if not todo:
+            return [memo[word] for word in words]
+        with self._lock:
+            found = self._tokenize(todo)
+        return [found[word] if word in found else memo[word] for word in words]
 
     def terms(self, words: Sequence[str]) -> list[str]:
         """The tokens of ``words`` in order, as one list."""
         return [token for tokens in self.each(words) for token in tokens]
 
-    def _tokenize(self, words: list[str]) -> None:
-        """Tokenize ``words`` into the memo. ASCII letters and digits are token characters to every
+    def _tokenize(self, words: list[str]) -> dict[str, tuple[str, ...]]:
+        """Tokenize ``words`` into the memo (a new memo when it would pass :data:`_MEMO_LIMIT`); returns
+        their tokens. ASCII letters and digits are token characters to every
         ``unicode61``, so an ASCII alphanumeric word is exactly one token: those go in as one document
         (token i is word i; one FTS5 row instead of one per word); any other word is a document of its
         own (it may give no token or several)."""
@@ -67,6 +69,7 @@ class Fts5Tokens:
         memo = {} if len(self._memo) + len(words) > _MEMO_LIMIT else self._memo
         memo.update(found)
         self._memo = memo
+        return found
 
 
 @lru_cache(maxsize=1)

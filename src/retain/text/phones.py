@@ -80,6 +80,23 @@ _PHONE_MEMO_SIZE = 32_768
 :data:`_PHONE_WINDOW` characters)."""
 
 
+@functools.lru_cache(maxsize=1)
+def _least_digits() -> dict[str, int]:
+    """Each region of :data:`PHONE_REGIONS` and the fewest digits one of its valid numbers has: the
+    shortest national significant number libphonenumber's metadata allows (a trunk prefix or a
+    country code only adds digits), :data:`LONG_ONLY_DIGITS` for :data:`LONG_ONLY_REGIONS`. A
+    ``+CC`` number of any country is matched by every region's matcher, and the least of these
+    bounds (DE: 4) is below a window's 6 digits, so skipping a region never loses a number."""
+    from phonenumbers import PhoneMetadata
+
+    least = {}
+    for region in PHONE_REGIONS:
+        meta = PhoneMetadata.metadata_for_region(region)
+        shortest = min(meta.general_desc.possible_length) if meta is not None else 1
+        least[region] = max(shortest, LONG_ONLY_DIGITS) if region in LONG_ONLY_REGIONS else shortest
+    return least
+
+
 @functools.lru_cache(maxsize=_PHONE_MEMO_SIZE)
 def window_phones(window: str) -> tuple[tuple[int, int, str], ...]:
     """The phone matches in one window, as ``(start, end, detector)`` offsets into the window.
@@ -93,7 +110,10 @@ def window_phones(window: str) -> tuple[tuple[int, int, str], ...]:
     from phonenumbers import Leniency, PhoneNumberMatcher, ValidationResult, is_possible_number_with_reason
 
     found: list[tuple[int, int, str]] = []
-    for region in PHONE_REGIONS:
+    digits = sum(ch.isdigit() for ch in window)
+    for region, least in _least_digits().items():
+        if digits < least:  # no number of this region fits in the window's digits: its matcher finds none
+            continue
         for match in PhoneNumberMatcher(window, region, leniency=Leniency.STRICT_GROUPING):
             if region in LONG_ONLY_REGIONS and sum(ch.isdigit() for ch in match.raw_string) < LONG_ONLY_DIGITS:
                 continue
