@@ -92,7 +92,8 @@ def _least_digits() -> dict[str, int]:
     least = {}
     for region in PHONE_REGIONS:
         meta = PhoneMetadata.metadata_for_region(region)
-        shortest = min(meta.general_desc.possible_length) if meta is not None else 1
+        general = None if meta is None else meta.general_desc
+        shortest = min(general.possible_length) if general is not None and general.possible_length else 1
         least[region] = max(shortest, LONG_ONLY_DIGITS) if region in LONG_ONLY_REGIONS else shortest
     return least
 
