@@ -65,6 +65,8 @@ _WRITE_LOCK = 0x7265746169
 _SETUP_LOCK = 0x7265746170
 _EF_SEARCH = 100
 """Candidates an HNSW search keeps (pgvector's ``hnsw.ef_search``; its default, 40, loses recall)."""
+_EF_PER_HIT = 2
+"""At least this many candidates per hit asked for (``ef_search = max(_EF_SEARCH, _EF_PER_HIT * limit)``)."""
 
 _WRITE_OPS = (
     store_ops.PutRecords,
@@ -447,7 +449,7 @@ class PostgresStore(Store):
         where, params = filter_sql(namespace, flt)
         if norm > 0 and held.get(dim) and row is not None and int(row[0]) >= ANN_MIN_RECORDS:
             cur.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            cur.execute(f"SET LOCAL hnsw.ef_search = {max(_EF_SEARCH, 4 * limit)}")
+            cur.execute(f"SET LOCAL hnsw.ef_search = {max(_EF_SEARCH, _EF_PER_HIT * limit)}")
             distance = f"embedding::vector({dim}) <=> %s::vector({dim})"
             score = f"1 - ({distance})"
         else:  # exact: the namespace's rows through its index, never the whole table
