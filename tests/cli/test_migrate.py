@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 from typer.testing import CliRunner
 
 from postgres_server import postgres_url
@@ -17,6 +18,10 @@ runner = CliRunner()
 
 
 def _with_schema(schema: str) -> str:
+    """The test server's URL with ``schema`` (made here) first on the search path: a schema the path
+    names but the database lacks would send the tables to ``public``, shared by every run on a server."""
+    with psycopg.connect(postgres_url(), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
     parts = urlsplit(postgres_url())
     option = f"options=-csearch_path%3D{schema},public"
     return urlunsplit(parts._replace(query=f"{parts.query}&{option}" if parts.query else option))

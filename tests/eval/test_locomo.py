@@ -144,3 +144,31 @@ def test_run_locomo_replays_into_a_given_store_and_refuses_one_already_holding_t
         run_locomo(conversations, lambda: HashingEncoder(64), loco=False, progress=False, location=path)
     with Memory(path, encoder=HashingEncoder(64)) as mem:
         assert {ns: len(mem.records(namespace=ns)) for ns in mem.store.namespaces()} == stored  # nothing added
+
+
+def test_run_locomo_on_postgres_gives_the_figures_of_sqlite(locomo_file):
+    """The LoCoMo evaluation replayed into a Postgres store (a schema of its own) gives every ranking
+    figure of the in-memory SQLite run (the learned fusion sees one score scale on both stores)."""
+    import uuid
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    from postgres_server import postgres_url
+
+    schema = f"t_{uuid.uuid4().hex}"
+    with psycopg.connect(postgres_url(), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    parts = urlsplit(postgres_url())
+    option = f"options=-csearch_path%3D{schema},public"
+    url = urlunsplit(parts._replace(query=f"{parts.query}&{option}" if parts.query else option))
+    conversations = load_locomo(locomo_file)
+    on_pg = run_locomo(conversations, lambda: HashingEncoder(64), loco=True, progress=False, location=url)
+    in_memory = run_locomo(conversations, lambda: HashingEncoder(64), loco=True, progress=False)
+    keys = ("recall@5", "recall@10", "hit@5", "hit@10", "mrr", "by_category")
+    assert [r["retriever"] for r in on_pg["runs"]] == [r["retriever"] for r in in_memory["runs"]]
+    for pg, lite in zip(on_pg["runs"], in_memory["runs"], strict=True):
+        assert {k: pg[k] for k in keys} == {k: lite[k] for k in keys}, pg["retriever"]
+    with psycopg.connect(postgres_url(), autocommit=True) as conn:
+        stored = conn.execute(f'SELECT count(*) FROM "{schema}".records').fetchone()[0]
+    assert stored == 10  # the replay went into Postgres, 5 turns of each conversation
