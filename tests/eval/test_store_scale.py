@@ -48,3 +48,25 @@ def test_peak_rss_is_this_process_own_and_covers_what_it_holds() -> None:
     now = int(status.split("VmRSS:")[1].split()[0]) / 1024
     assert block.sum() > 0 and now >= 64
     assert peak_rss_mb() >= now  # the peak covers what is resident now, this block included
+
+
+def test_a_postgres_run_measures_its_schema_on_disk_and_drops_it_unless_kept(tmp_path: Path) -> None:
+    import psycopg
+
+    from postgres_server import postgres_url
+    from retain.eval.store_scale import run_scale
+
+    def schemas() -> set[str]:
+        with psycopg.connect(postgres_url()) as conn:
+            return {r[0] for r in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'bench_%'")}
+
+    before = schemas()
+    (row,) = run_scale([200], ["postgres"], count=10, decisions_max=0)
+    assert row["bytes_per_record"] > 1_536  # a 384-dim float32 vector alone is 1,536 bytes
+    assert schemas() == before  # dropped
+    (kept,) = run_scale([200], ["postgres"], count=10, decisions_max=0, keep=tmp_path / "kept")
+    schema = kept["location"].rsplit("#", 1)[1]
+    assert schemas() == before | {schema}
+    with psycopg.connect(postgres_url(), autocommit=True) as conn:
+        assert conn.execute(f'SELECT count(*) FROM "{schema}".records').fetchone()[0] == 200
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')

@@ -29,7 +29,10 @@ def scale_cmd(
         int | None, typer.Option("--decisions-max", min=0, help="Time the retention decisions up to this size only.")
     ] = None,
     keep: Annotated[
-        Path | None, typer.Option("--keep", help="Write the SQLite stores into this folder and keep them.")
+        Path | None,
+        typer.Option(
+            "--keep", help="Write the SQLite stores into this folder and keep them (Postgres: keep the schemas)."
+        ),
     ] = None,
 ) -> None:
     """Ingest records/s, first search after open, default hybrid and dense search p50 / p95 (query

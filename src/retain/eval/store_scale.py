@@ -267,17 +267,29 @@ def exact_reference(n: int, count: int) -> tuple[list[list[int]], list[float]]:
 
 
 def _disk_bytes(backend: str, location: str) -> int | None:
-    if backend != "sqlite":
-        return None
+    if backend == "postgres":  # every table of the run's schema, with its indexes and TOAST
+        import psycopg
+
+        url, schema = location.rsplit("#", 1)
+        sql = (
+            "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) FROM pg_class "
+            "WHERE relkind = 'r' AND relnamespace = %s::regnamespace"
+        )
+        with psycopg.connect(url) as conn:
+            found = conn.execute(sql, (schema,)).fetchone()
+        return None if found is None else int(found[0])
     paths = [Path(location), Path(location + "-wal")]
     ann = Path(location + ".ann")
     paths += list(ann.glob("*")) if ann.exists() else []
     return sum(p.stat().st_size for p in paths if p.exists())
 
 
-def run_one(backend: str, n: int, count: int, folder: Path, decisions: bool = True) -> dict[str, Any]:
+def run_one(
+    backend: str, n: int, count: int, folder: Path, decisions: bool = True, keep: bool = False
+) -> dict[str, Any]:
     """One backend at one size: ingest here, searches (and, when ``decisions``, the retention decisions
-    at capacity) in a child process, the reference here."""
+    at capacity) in a child process, the reference here. A Postgres run's schema is dropped after,
+    unless ``keep`` (its ``URL#schema`` is then in the row's ``location``)."""
     if backend == "postgres":
         sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
         from postgres_server import postgres_url
@@ -299,7 +311,20 @@ def run_one(backend: str, n: int, count: int, folder: Path, decisions: bool = Tr
     row["numpy_exact_ms"] = reference
     disk = _disk_bytes(backend, location)
     row["bytes_per_record"] = None if disk is None else disk / n
+    if backend == "postgres":
+        if keep:
+            row["location"] = location
+        else:
+            _drop_schema(location)
     return row
+
+
+def _drop_schema(location: str) -> None:
+    import psycopg
+
+    url, schema = location.rsplit("#", 1)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
 def run_scale(
@@ -313,7 +338,9 @@ def run_scale(
     are measured for sizes up to ``decisions_max`` (every size when None: a ``Budget`` of a million
     records is far above the budgets retain is tuned for, and its adds take seconds each). SQLite
     stores are written into ``keep`` and left there when it is given (``scale-<n>.db``, for
-    ``benchmarks/hybrid_scale.py --db``), else into a temporary folder removed after each size."""
+    ``benchmarks/hybrid_scale.py --db``), else into a temporary folder removed after each size; a
+    Postgres run's schema is kept when ``keep`` is given (its ``URL#schema`` in the row's
+    ``location``), else dropped."""
     rows = []
     with tempfile.TemporaryDirectory(dir=os.environ.get("RETAIN_BENCH_DIR")) as tmp:
         folder = Path(tmp) if keep is None else keep
@@ -321,7 +348,7 @@ def run_scale(
         for n in sizes:
             for backend in backends:
                 timed = decisions_max is None or n <= decisions_max
-                rows.append(run_one(backend, n, count, folder, timed))
+                rows.append(run_one(backend, n, count, folder, timed, keep is not None))
                 print(table_row(rows[-1]), flush=True)
                 if keep is None:
                     _empty(folder)
