@@ -145,23 +145,39 @@ def test_the_work_meter_sees_a_search_of_the_big_namespace_grow(tmp_path: Path) 
     assert big_search(1_000) > 3 * big_search(100)
 
 
-def test_the_namespace_first_plan_ranks_as_the_join_does(tmp_path: Path) -> None:
-    """SQLite's two plans for a namespace below the HNSW threshold give the same ids, order and scores."""
+def test_the_rowid_range_ranks_as_the_whole_table_join_does(tmp_path: Path) -> None:
+    """SQLite's lexical plan below the HNSW threshold reads only the rowids the namespace spans; its
+    ids, order and scores are those of the join over the whole table, for a namespace written after a
+    big one and for two written interleaved, with and without a filter, and none for an empty one."""
     from retain.store.filters import RecordFilter
     from retain.store.ops import LexicalSearch
-    from retain.store.sqlite_lexical import few_records, lexical_search
+    from retain.store.sqlite_lexical import lexical_search, match_expression
+    from retain.store.sqlite_rows import filter_sql
 
     store = SQLiteStore(tmp_path / "plans.db")
     mem = Memory(store=store, encoder=HashingEncoder(64))
     words = ["venue", "budget", "dinner", "flight", "hotel", "owner"]
-    mem.add_many([NewMemory(f"{words[i % 6]} {words[(i * 5) % 6]} note {i}") for i in range(400)], namespace="big")
-    mem.add_many([NewMemory(f"{words[i % 6]} and {words[(i + 1) % 6]} item {i}") for i in range(30)], namespace="small")
+
+    def notes(start: int, count: int, tag: str) -> list[NewMemory]:
+        return [NewMemory(f"{words[i % 6]} {words[(i * 5) % 6]} {tag} {i}") for i in range(start, start + count)]
+
+    mem.add_many(notes(0, 300, "note"), namespace="big")
+    mem.add_many(notes(0, 40, "mixed"), namespace="mixed")
+    mem.add_many(notes(300, 300, "note"), namespace="big")
+    mem.add_many(notes(40, 40, "mixed"), namespace="mixed")
+    mem.add_many(notes(0, 30, "item"), namespace="after")
     conn = store._conn
-    assert few_records(conn, "small") and not few_records(conn, "big")
-    for terms in (["venue"], ["budget", "dinner"], ["hotel", "owner", "item"], ["nothing"]):
-        op = LexicalSearch("small", tuple(terms), RecordFilter(), 10)
-        first = lexical_search(conn, op, RecordFilter(), False, None, few=True)
-        joined = lexical_search(conn, op, RecordFilter(), False, None, few=False)
-        assert [(h.id, round(h.score, 9)) for h in first] == [(h.id, round(h.score, 9)) for h in joined], terms
-        assert first or terms == ["nothing"]
+    filters = [RecordFilter(), RecordFilter(tiers=("core", "dynamic", "archive"), include_superseded=True)]
+    for ns in ("after", "mixed", "big", "empty"):
+        for flt in filters:
+            for terms in (["venue"], ["budget", "dinner"], ["hotel", "owner", "item"], ["nothing"]):
+                found = lexical_search(conn, LexicalSearch(ns, tuple(terms), flt, 10), flt, False)
+                where, params = filter_sql(ns, flt, alias="r.")
+                whole = conn.execute(
+                    "SELECT r.id, bm25(records_fts) AS s FROM records_fts JOIN records r ON r.rowid = "
+                    f"records_fts.rowid WHERE records_fts MATCH ? AND {where} ORDER BY s, r.rowid LIMIT 10",
+                    (match_expression(terms), *params),
+                ).fetchall()
+                assert [(h.id, h.score) for h in found] == [(i, -s) for i, s in whole], (ns, terms)
+                assert bool(found) == (ns != "empty" and terms != ["nothing"]), (ns, terms)
     mem.close()

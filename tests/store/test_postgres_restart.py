@@ -74,7 +74,11 @@ def test_a_restart_under_writes_loses_no_acknowledged_write(server: Any, tmp_pat
     time.sleep(0.5)
     during = len(acked)
     _restart(server)
-    time.sleep(1.0)
+    restarted = len(acked) + len(failed)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(int(i[1:]) >= restarted for i in acked[-5:]):
+        time.sleep(0.05)  # until a write issued after the restart is acknowledged (or the deadline)
+    time.sleep(0.2)
     stop.set()
     writer.join(timeout=30)
     assert not writer.is_alive()

@@ -376,6 +376,7 @@ _PHONE_CASES = [
     "part 0424-072, date 06/2026, order 123456 and 7654321 in 2026-03-17",
     "CN 010 1234 5678 or 138 0013 8000; +86 138 0013 8000",
     "note 123456 about the budget; ref 00123; +1 415 555 2671",
+    "call 011 43 1111 now, dial 011 98 9602 today, or 011 49 1641; from Paris 00 43 1111",
 ]
 
 

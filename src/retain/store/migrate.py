@@ -122,12 +122,12 @@ def migrate(
 
 
 def _build_indexes(target: Store, namespaces: Sequence[str]) -> None:
-    """The target's ANN index built once after the copy (a Postgres target opened for a bulk load
-    builds none on write; a SQLite target starts its large namespaces' graphs)."""
-    build = getattr(target, "build_index", None)
-    if build is not None:
+    """The target's ANN index built once after the copy when the target was opened for a bulk load
+    (a Postgres store with ``index_on_write=False``: no write built it). A SQLite target builds its
+    large namespaces' graphs in the background at their first search, as it always does."""
+    if getattr(target, "index_deferred", False):
         for ns in namespaces:
-            build(ns)
+            target.build_index(ns)  # type: ignore[attr-defined]
 
 
 def check_chain(entries: Sequence[Mapping[str, Any]], key: bytes | None, which: str) -> None:

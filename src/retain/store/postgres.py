@@ -66,6 +66,8 @@ _SETUP_LOCK = 0x7265746170
 _EF_SEARCH = 200
 """Candidates an HNSW search keeps at least (pgvector's ``hnsw.ef_search``; its default, 40, loses
 recall: 100 gave dense recall@10 0.92-0.96 at 1,000,000 records, 200 gives 0.97, docs/benchmarks.md)."""
+_EF_MAX = 1_000
+"""pgvector's largest ``hnsw.ef_search``; a larger ``limit`` is served by the strict-order iterative scan."""
 _EF_PER_HIT = 2
 """At least this many candidates per hit asked for (``ef_search = max(_EF_SEARCH, _EF_PER_HIT * limit)``)."""
 
@@ -227,6 +229,12 @@ class PostgresStore(Store):
         return list(
             self._transact(lambda cur: hnsw.build(cur) if hnsw.large(cur, ANN_MIN_RECORDS) else [], writes=True)
         )
+
+    @property
+    def index_deferred(self) -> bool:
+        """True for a store opened for a bulk load (``index_on_write=False``): :meth:`build_index`
+        is the caller's to run after the load (``retain migrate`` does)."""
+        return not self._index_on_write
 
     def wait_for_index(self, timeout: float | None = None) -> None:
         """Return at once: :meth:`build_index` blocks until the index is built (the SQLite store's
@@ -450,7 +458,7 @@ class PostgresStore(Store):
         where, params = filter_sql(namespace, flt)
         if norm > 0 and held.get(dim) and row is not None and int(row[0]) >= ANN_MIN_RECORDS:
             cur.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-            cur.execute(f"SET LOCAL hnsw.ef_search = {max(_EF_SEARCH, _EF_PER_HIT * limit)}")
+            cur.execute(f"SET LOCAL hnsw.ef_search = {min(_EF_MAX, max(_EF_SEARCH, _EF_PER_HIT * limit))}")
             distance = f"embedding::vector({dim}) <=> %s::vector({dim})"
             score = f"1 - ({distance})"
         else:  # exact: the namespace's rows through its index, never the whole table

@@ -15,9 +15,10 @@ from typing import Any
 
 __all__ = ["build", "index_large", "large", "memory_mb"]
 
-_GRAPH_BYTES = 300
-"""Bytes of graph (neighbour lists, element header) pgvector keeps per vector beside the vector itself
-at the default ``m = 16``."""
+_GRAPH_BYTES = 720
+"""Bytes of graph (neighbour lists, element and tuple headers) pgvector keeps per vector beside the
+vector itself at the default ``m = 16`` (its build reports the graph no longer fitting past about
+780 bytes a 16-dim row)."""
 _MAX_MEMORY_MB = 8_192
 
 
@@ -48,12 +49,18 @@ def index_large(cur: Any, namespaces: list[str], threshold: int) -> None:
 
 def build(cur: Any) -> list[int]:
     """Build the HNSW index of every dimension not indexed yet, each with the ``maintenance_work_mem``
-    its rows need (``SET LOCAL``: this transaction only); returns the dimensions indexed. The table
-    stays readable meanwhile; writers wait for the build (``CREATE INDEX`` holds a ``SHARE`` lock)."""
+    its rows need when the server's setting is smaller (``SET LOCAL``: this transaction only; a
+    parallel build takes that much shared memory, so a container needs a ``/dev/shm`` as large) and
+    no ``statement_timeout`` (a build of a million rows takes minutes); returns the dimensions
+    indexed. The table stays readable meanwhile; writers wait for the build (``CREATE INDEX`` holds
+    a ``SHARE`` lock)."""
     built = []
+    cur.execute("SET LOCAL statement_timeout = 0")
+    row = cur.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'").fetchone()
+    configured = 64 if row is None else int(row[0]) // 1024  # the setting is in kB
     for (dim,) in cur.execute("SELECT vdim FROM vec_dims WHERE NOT indexed ORDER BY vdim").fetchall():
         rows = int(cur.execute("SELECT count(*) FROM records WHERE vdim = %s", (dim,)).fetchone()[0])
-        cur.execute(f"SET LOCAL maintenance_work_mem = '{memory_mb(rows, int(dim))}MB'")
+        cur.execute(f"SET LOCAL maintenance_work_mem = '{max(configured, memory_mb(rows, int(dim)))}MB'")
         cur.execute(
             f"CREATE INDEX IF NOT EXISTS records_vec_{int(dim)} ON records "
             f"USING hnsw ((embedding::vector({int(dim)})) vector_cosine_ops) WHERE vdim = {int(dim)}"

@@ -46,7 +46,7 @@ from retain.store.sqlite_audit import forget_provenance
 from retain.store.sqlite_browse import audit_histogram, namespace_stats, page_ids, query_audit
 from retain.store.sqlite_edges import list_edges, purge_edges, put_edges
 from retain.store.sqlite_index import NamespaceIndex, build_index, nearest
-from retain.store.sqlite_lexical import few_records, lexical_search
+from retain.store.sqlite_lexical import lexical_search
 from retain.store.sqlite_rows import COLUMNS, ORDERS, filter_sql, record_values, row_to_record, same_content
 from retain.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, check_folder, split_sql
 from retain.text.lexical import index_terms
@@ -462,8 +462,7 @@ class SQLiteStore(Store):
     def _lexical(self, op: store_ops.LexicalSearch) -> list[store_ops.ScoredId]:
         large = self._is_large(op.namespace)
         memo = self._ann.lexical if self._ann is not None else None
-        few = not large and few_records(self._conn, op.namespace)
-        return lexical_search(self._conn, op, self._live(op.namespace, op.filter), large, memo, few)
+        return lexical_search(self._conn, op, self._live(op.namespace, op.filter), large, memo)
 
     def _vector(self, op: store_ops.VectorSearch) -> list[store_ops.ScoredId]:
         query = np.asarray(op.vector, dtype=np.float32).reshape(1, -1)

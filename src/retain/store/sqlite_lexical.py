@@ -1,12 +1,11 @@
 """The SQLite backend's lexical channel: FTS5 BM25 over ``records_fts`` (one table for every
 namespace), score = -bm25() (higher = more relevant).
 
-Three plans, one answer: for a namespace below the HNSW threshold the FTS match is joined with
-``records`` and filtered in one query; for a namespace that is a small share of the table (another
-namespace holds most records) its own records are read first through the namespace index and each is
-matched by rowid (``CROSS JOIN``: FTS5 seeks the rowid in each term's posting list), so the other
-namespaces' matches are never enumerated (BM25's IDF, as FTS5 computes it, still counts each query
-term's records over the whole table, once per query); for a large namespace the FTS index's own best matches are
+Two plans, one answer: for a namespace below the HNSW threshold the FTS match is joined with
+``records`` and filtered in one query, FTS5 reading only the range of rowids the namespace spans
+(one cursor: a namespace written before or after a large one never enumerates that one's matches;
+BM25's IDF, as FTS5 computes it, still counts each query term's records over the whole table, once
+per query); for a large namespace the FTS index's own best matches are
 read first (``ORDER BY rank LIMIT``, no row of ``records`` touched per match), then only those rows
 are filtered, reading deeper (x8 each round) when the filter drops too many. In that plan a term in
 more than :data:`COMMON_SHARE` of all indexed records (``fts5vocab``) is left out of the match when
@@ -26,7 +25,7 @@ from retain.store.fts5_tokens import fts5_tokens
 from retain.store.ops import LexicalSearch, ScoredId
 from retain.store.sqlite_rows import filter_sql
 
-__all__ = ["FEW_SHARE", "LexicalMemo", "few_records", "lexical_search"]
+__all__ = ["LexicalMemo", "lexical_search"]
 
 _FIRST_DEPTH = 200
 _MAX_DEPTH = 200_000
@@ -85,17 +84,11 @@ def match_expression(terms: list[str]) -> str:
 
 
 def lexical_search(
-    conn: sqlite3.Connection,
-    op: LexicalSearch,
-    flt: RecordFilter,
-    large: bool,
-    memo: LexicalMemo | None = None,
-    few: bool = False,
+    conn: sqlite3.Connection, op: LexicalSearch, flt: RecordFilter, large: bool, memo: LexicalMemo | None = None
 ) -> list[ScoredId]:
     """BM25 top ``op.limit`` of ``op.terms`` among the records of ``op.namespace`` that ``flt`` keeps,
-    best first; ``large`` picks the FTS-first plan, ``few`` (a namespace that is a small share of the
-    table, :func:`few_records`) the namespace-first one (see the module docstring). When the rarer
-    terms match nothing the filter keeps (they may be another namespace's), every term is ranked.
+    best first (ties by rowid); ``large`` picks the FTS-first plan (see the module docstring). When the
+    rarer terms match nothing the filter keeps (they may be another namespace's), every term is ranked.
     ``memo``: the connection's :class:`LexicalMemo` (None: look every term up afresh)."""
     terms = [t for t in op.terms if t]
     if not terms:
@@ -110,33 +103,23 @@ def lexical_search(
             return found
         if selective != match and (found := _fts_first(conn, match, where, params, limit)) is not None:
             return found
-    join = (
-        "records r CROSS JOIN records_fts ON records_fts.rowid = r.rowid"  # the namespace's rows drive
-        if few
-        else "records_fts JOIN records r ON r.rowid = records_fts.rowid"
-    )
-    rows = conn.execute(
-        f"SELECT r.id, bm25(records_fts) AS s FROM {join} WHERE records_fts MATCH ? AND {where} "
-        "ORDER BY s, r.rowid LIMIT ?",
-        (match, *params, limit),
+    span = conn.execute(_SPAN, (op.namespace, op.namespace)).fetchone()
+    if span is None or span[0] is None:  # an empty namespace: nothing to match
+        return []
+    rows = conn.execute(  # FTS5 first (one cursor, MATCH and the rowid range), then each match's row
+        "SELECT r.id, bm25(records_fts) AS s FROM records_fts CROSS JOIN records r ON r.rowid = records_fts.rowid "
+        f"WHERE records_fts MATCH ? AND records_fts.rowid BETWEEN ? AND ? AND {where} ORDER BY s, r.rowid LIMIT ?",
+        (match, span[0], span[1], *params, limit),
     ).fetchall()
     return [ScoredId(r[0], -float(r[1])) for r in rows]
 
 
-FEW_SHARE = 8
-"""A namespace is matched namespace-first when the table holds more than this many times its records."""
-_FEW_MAX = 20_000
-
-
-def few_records(conn: sqlite3.Connection, namespace: str) -> bool:
-    """Whether ``namespace`` holds fewer than 1 / :data:`FEW_SHARE` of the table's records (and fewer
-    than 20,000): a bounded count, at most that many entries of the namespace index read."""
-    total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0])
-    bound = min(total // FEW_SHARE, _FEW_MAX)
-    if bound < 1:
-        return False
-    sql = "SELECT COUNT(*) FROM (SELECT 1 FROM records WHERE namespace = ? LIMIT ?)"
-    return int(conn.execute(sql, (namespace, bound)).fetchone()[0]) < bound
+_SPAN = (
+    "SELECT (SELECT rowid FROM records INDEXED BY records_ns WHERE namespace = ? ORDER BY rowid LIMIT 1), "
+    "(SELECT rowid FROM records INDEXED BY records_ns WHERE namespace = ? ORDER BY rowid DESC LIMIT 1)"
+)
+"""The first and last rowid of a namespace: two reads of the ``(namespace)`` index, whose entries are
+ordered by rowid within a namespace."""
 
 
 def _fts_first(

@@ -80,13 +80,20 @@ _PHONE_MEMO_SIZE = 32_768
 :data:`_PHONE_WINDOW` characters)."""
 
 
+_SHORTEST_ABROAD = 6
+"""Fewest digits of a country code plus a national number anywhere (libphonenumber's metadata: +43 and
+a 4-digit Austrian number)."""
+
+
 @functools.lru_cache(maxsize=1)
 def _least_digits() -> dict[str, int]:
-    """Each region of :data:`PHONE_REGIONS` and the fewest digits one of its valid numbers has: the
-    shortest national significant number libphonenumber's metadata allows (a trunk prefix or a
-    country code only adds digits), :data:`LONG_ONLY_DIGITS` for :data:`LONG_ONLY_REGIONS`. A
-    ``+CC`` number of any country is matched by every region's matcher, and the least of these
-    bounds (DE: 4) is below a window's 6 digits, so skipping a region never loses a number."""
+    """Each region of :data:`PHONE_REGIONS` and the fewest digits a number its matcher accepts has:
+    the shortest national significant number libphonenumber's metadata allows (a trunk prefix only
+    adds digits) or, dialled abroad from that region, its international prefix's digits plus
+    :data:`_SHORTEST_ABROAD` ("011 43 1111" from the US: 9), whichever is fewer;
+    :data:`LONG_ONLY_DIGITS` for :data:`LONG_ONLY_REGIONS`. A ``+CC`` number is matched by every
+    region's matcher, and the least bound (DE: 4) is below a window's 6 digits, so skipping a region
+    whose bound the window's digits do not reach never loses a number."""
     from phonenumbers import PhoneMetadata
 
     least = {}
@@ -94,7 +101,9 @@ def _least_digits() -> dict[str, int]:
         meta = PhoneMetadata.metadata_for_region(region)
         general = None if meta is None else meta.general_desc
         shortest = min(general.possible_length) if general is not None and general.possible_length else 1
-        least[region] = max(shortest, LONG_ONLY_DIGITS) if region in LONG_ONLY_REGIONS else shortest
+        prefix = "" if meta is None else str(meta.international_prefix or "")
+        abroad = (len(prefix) if prefix.isdigit() else 2) + _SHORTEST_ABROAD  # a pattern: "00" at least
+        least[region] = LONG_ONLY_DIGITS if region in LONG_ONLY_REGIONS else min(shortest, abroad)
     return least
 
 
