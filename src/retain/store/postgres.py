@@ -425,8 +425,7 @@ class PostgresStore(Store):
     # --- search ---------------------------------------------------------------------------
 
     def _lexical(self, cur: Any, op: store_ops.LexicalSearch) -> list[store_ops.ScoredId]:
-        row = cur.execute("SELECT records FROM ns_stats WHERE namespace = %s", (op.namespace,)).fetchone()
-        return lexical_search(cur, op, row is not None and int(row[0]) >= ANN_MIN_RECORDS)
+        return lexical_search(cur, op, _large_namespace(cur, op.namespace))
 
     def _vector(self, cur: Any, op: store_ops.VectorSearch) -> list[store_ops.ScoredId]:
         query = np.asarray(op.vector, dtype=np.float32).reshape(-1)
@@ -454,9 +453,9 @@ class PostgresStore(Store):
             return []
         norm = float(np.linalg.norm(query))
         unit = query / np.float32(norm) if norm > 0 else query
-        row = cur.execute("SELECT records FROM ns_stats WHERE namespace = %s", (namespace,)).fetchone()
+        large = _large_namespace(cur, namespace)
         where, params = filter_sql(namespace, flt)
-        if norm > 0 and held.get(dim) and row is not None and int(row[0]) >= ANN_MIN_RECORDS:
+        if norm > 0 and held.get(dim) and large:
             cur.execute("SET LOCAL hnsw.iterative_scan = strict_order")
             cur.execute(f"SET LOCAL hnsw.ef_search = {min(_EF_MAX, max(_EF_SEARCH, _EF_PER_HIT * limit))}")
             distance = f"embedding::vector({dim}) <=> %s::vector({dim})"
@@ -500,6 +499,12 @@ class PostgresStore(Store):
 
     def _namespaces(self, cur: Any, op: store_ops.ListNamespaces) -> list[str]:
         return [r[0] for r in cur.execute("SELECT namespace FROM ns_stats WHERE records > 0 ORDER BY namespace")]
+
+
+def _large_namespace(cur: Any, namespace: str) -> bool:
+    """Whether ``namespace`` holds :data:`ANN_MIN_RECORDS` records or more (HNSW and the rare-terms plan)."""
+    row = cur.execute("SELECT records FROM ns_stats WHERE namespace = %s", (namespace,)).fetchone()
+    return row is not None and int(row[0]) >= ANN_MIN_RECORDS
 
 
 def _apply_stats(cur: Any, df: Counter[str], docs: int, tokens: int, namespaces: Counter[str]) -> None:

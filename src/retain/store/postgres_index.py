@@ -29,9 +29,12 @@ def memory_mb(rows: int, dim: int) -> int:
     return int(min(_MAX_MEMORY_MB, max(64, need)))
 
 
-def large(cur: Any, threshold: int) -> bool:
-    """True when some namespace holds at least ``threshold`` records."""
-    row = cur.execute("SELECT max(records) FROM ns_stats").fetchone()
+def large(cur: Any, threshold: int, namespaces: list[str] | None = None) -> bool:
+    """True when some namespace (of ``namespaces``; None: any) holds at least ``threshold`` records."""
+    if namespaces is None:
+        row = cur.execute("SELECT max(records) FROM ns_stats").fetchone()
+    else:
+        row = cur.execute("SELECT max(records) FROM ns_stats WHERE namespace = ANY(%s)", (namespaces,)).fetchone()
     return row is not None and row[0] is not None and int(row[0]) >= threshold
 
 
@@ -39,12 +42,8 @@ def index_large(cur: Any, namespaces: list[str], threshold: int) -> None:
     """Build the HNSW index of every dimension not indexed yet once a namespace in ``namespaces`` (those
     just written) holds ``threshold`` records (small stores never pay for the index on
     each insert). Runs inside the writing transaction."""
-    if not namespaces:
-        return
-    row = cur.execute("SELECT max(records) FROM ns_stats WHERE namespace = ANY(%s)", (namespaces,)).fetchone()
-    if row is None or row[0] is None or int(row[0]) < threshold:
-        return
-    build(cur)
+    if namespaces and large(cur, threshold, namespaces):
+        build(cur)
 
 
 def build(cur: Any) -> list[int]:

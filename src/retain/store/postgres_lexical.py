@@ -49,16 +49,6 @@ def _idf(docs: int, hits: int) -> float:
     return math.log(ratio) if ratio > 1 else 1e-6
 
 
-def selective(terms: list[str], df: dict[str, int], docs: int) -> list[str]:
-    """``terms`` without those in more than ``COMMON_SHARE`` of ``docs`` records (and at least
-    ``COMMON_FLOOR``); all of them when no rarer term matches anything (the SQLite store's rule)."""
-    cap = max(shared.COMMON_SHARE * docs, shared.COMMON_FLOOR)
-    counts = [df.get(t, 0) for t in terms]
-    if not any(0 < d <= cap for d in counts):
-        return terms
-    return [t for t, d in zip(terms, counts, strict=True) if d <= cap]
-
-
 def lexical_search(cur: Any, op: LexicalSearch, large: bool) -> list[ScoredId]:
     """BM25 top ``op.limit`` of ``op.terms`` among the records of ``op.namespace`` that ``op.filter``
     keeps, best first (ties by write order); ``large`` picks the rare-terms-first plan."""
@@ -72,7 +62,7 @@ def lexical_search(cur: Any, op: LexicalSearch, large: bool) -> list[ScoredId]:
     df = dict(cur.execute("SELECT term, df FROM lex_df WHERE term = ANY(%s)", (list(counts),)).fetchall())
     names = list(counts)
     if large:
-        rare = selective(names, df, int(docs))
+        rare = shared.rare_terms(names, [df.get(t, 0) for t in names], int(docs))
         if len(rare) < len(names):
             found = _rank(cur, op, rare, counts, df, (int(docs), int(tokens)))
             if found:

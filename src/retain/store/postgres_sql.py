@@ -303,9 +303,9 @@ def lex_terms(terms: Sequence[str]) -> list[str]:
 def lex_terms_many(texts: Sequence[Sequence[str]]) -> list[list[str]]:
     """:func:`lex_terms` of each of ``texts`` (lists of terms), the new words of all of them tokenized
     in one pass (a write batch's records)."""
-    tokens = fts5_tokens()
-    tokens.terms([t for terms in texts for t in terms if t])
-    return [tokens.terms([t for t in terms if t]) for terms in texts]
+    words = [[t for t in terms if t] for terms in texts]
+    each = iter(fts5_tokens().each([t for terms in words for t in terms]))
+    return [[token for _ in terms for token in next(each)] for terms in words]
 
 
 def _quote(term: str) -> str:

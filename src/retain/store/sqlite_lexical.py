@@ -25,7 +25,7 @@ from retain.store.fts5_tokens import fts5_tokens
 from retain.store.ops import LexicalSearch, ScoredId
 from retain.store.sqlite_rows import filter_sql
 
-__all__ = ["LexicalMemo", "lexical_search"]
+__all__ = ["LexicalMemo", "lexical_search", "rare_terms"]
 
 _FIRST_DEPTH = 200
 _MAX_DEPTH = 200_000
@@ -71,9 +71,15 @@ def _selective(conn: sqlite3.Connection, terms: list[str], memo: LexicalMemo | N
         memo.df.update((s, int(counts.get(s, 0))) for s in wanted)
     if memo.total is None:
         memo.total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM records").fetchone()[0])
-    cap = max(COMMON_SHARE * memo.total, COMMON_FLOOR)
-    df = [max((memo.df[s] for s in group), default=0) for group in stems]
-    if not any(0 < d <= cap for d in df):  # no rarer term that matches anything: rank with them all
+    return rare_terms(terms, [max((memo.df[s] for s in group), default=0) for group in stems], memo.total)
+
+
+def rare_terms(terms: list[str], df: list[int], total: int) -> list[str]:
+    """``terms`` without those whose document count (``df``, one per term) is over :data:`COMMON_SHARE`
+    of ``total`` records and at least :data:`COMMON_FLOOR`; all of them when no rarer term matches
+    anything (rank with them all). The rule of both backends' large-namespace plans."""
+    cap = max(COMMON_SHARE * total, COMMON_FLOOR)
+    if not any(0 < d <= cap for d in df):
         return terms
     return [t for t, d in zip(terms, df, strict=True) if d <= cap]
 
