@@ -13,6 +13,7 @@ import psycopg
 import pytest
 
 from postgres_server import postgres_url
+from rare_terms_plan import check_rare_terms_first
 from retain.record import MemoryRecord, new_id
 from retain.store import SQLiteStore
 from retain.store.postgres import PostgresStore
@@ -100,17 +101,8 @@ def _zebras(monkeypatch: pytest.MonkeyPatch) -> tuple[PostgresStore, list[Memory
 
 def test_the_large_namespace_plan_ranks_rare_terms_and_keeps_to_its_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
     store, recs = _zebras(monkeypatch)
-    base = recs[0]
-    store.put([MemoryRecord(id=new_id(), namespace="small", content="common zebra", embedding=base.embedding)])
-    zebras = {r.id for i, r in enumerate(recs) if i % 100 == 0}
-    hits = store.search_lexical("big", ["common", "zebra"], limit=len(zebras))
-    assert {h.id for h in hits} == zebras  # "common" is in every record: the rare term decides
-    more = store.search_lexical("big", ["common", "zebra"], limit=len(zebras) + 5)
-    assert len(more) == len(zebras)  # the common term alone ranks nothing in (left out of the match)
-    assert store.search_lexical("big", ["common"], limit=3)  # a query of common terms only still answers
-    assert len(store.search_lexical("small", ["common", "zebra"])) == 1  # small namespace: every term
-    store.delete("big", list(zebras))  # the rare term now matches nothing here: the common one ranks again
-    assert len(store.search_lexical("big", ["common", "zebra"], limit=5)) == 5
+    small = MemoryRecord(id=new_id(), namespace="small", content="common zebra", embedding=recs[0].embedding)
+    check_rare_terms_first(store, recs, small)
     store.close()
 
 

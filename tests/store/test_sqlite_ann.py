@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rare_terms_plan import check_rare_terms_first
 from retain.errors import InvalidInput
 from retain.record import MemoryRecord, Tier, new_id
 from retain.store import SQLiteStore
@@ -189,16 +190,9 @@ def test_the_large_namespace_lexical_plan_ranks_rare_terms_and_keeps_to_its_name
     recs = _records(CONFIG.min_records + 50, "big", 5)
     recs = [replace(r, content=f"common words {'zebra' if i % 100 == 0 else 'plain'}") for i, r in enumerate(recs)]
     store.put(recs)
-    store.put([MemoryRecord(id=new_id(), namespace="small", content="common zebra", encoder="t")])
-    zebras = {r.id for i, r in enumerate(recs) if i % 100 == 0}
-    hits = store.search_lexical("big", ["common", "zebra"], limit=len(zebras))
-    assert {h.id for h in hits} == zebras  # "common" is in every record: the rare term decides
-    more = store.search_lexical("big", ["common", "zebra"], limit=len(zebras) + 5)
-    assert len(more) == len(zebras)  # the common term alone ranks nothing in (left out of the match)
-    assert store.search_lexical("big", ["common"], limit=3)  # a query of common terms only still answers
-    assert len(store.search_lexical("small", ["common", "zebra"])) == 1
-    store.delete("big", list(zebras))  # the rare term now matches nothing: the common one ranks again
-    assert len(store.search_lexical("big", ["common", "zebra"], limit=5)) == 5
+    check_rare_terms_first(
+        store, recs, MemoryRecord(id=new_id(), namespace="small", content="common zebra", encoder="t")
+    )
     store.close()
 
 
